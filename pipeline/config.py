@@ -1,0 +1,270 @@
+"""params.yaml schema and the one loader every stage uses.
+
+The schema is a tree of dataclasses. Each leaf may carry bounds or a set of
+allowed values (see :func:`param`). Loading goes through OmegaConf, which
+reads YAML 1.2 numbers (``2e-4`` is a float, unlike PyYAML's ``safe_load``),
+checks types against the dataclasses and rejects unknown keys. Every problem
+is turned into one :class:`ParamsError` whose message names the key, e.g.
+``params.yaml: ccp.lamda: unknown key``.
+
+``lambda`` is a Python keyword; YAML keys that are keywords map to fields
+with a trailing underscore (``lambda`` -> ``lambda_``).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import keyword
+import math
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from omegaconf import DictConfig, ListConfig, OmegaConf
+from omegaconf.errors import OmegaConfBaseException
+
+
+class ParamsError(ValueError):
+    """A params.yaml problem; the message is one line naming the key."""
+
+
+def param(default: Any, *, ge=None, gt=None, le=None, lt=None, choices=None):
+    """A schema field with a default and optional bounds or allowed values."""
+    meta = {"ge": ge, "gt": gt, "le": le, "lt": lt, "choices": choices}
+    if isinstance(default, (list, dict)):
+        return field(default_factory=lambda: type(default)(default), metadata=meta)
+    return field(default=default, metadata=meta)
+
+
+# --------------------------------------------------------------------- schema
+
+
+@dataclass
+class ExperimentConfig:
+    """What the pipeline runs: dvc.yaml's train/evaluate matrices read these lists."""
+
+    methods: list[str] = param(["ms", "proxy_anchor"])
+    folds: list[int] = param([0, 1, 2, 3])
+
+
+@dataclass
+class DataConfig:
+    name: str = param("digit_pairs", choices=["digit_pairs"])
+    # digit pairs: images drawn per class (each image = two real digit images side by side)
+    images_per_class: int = param(40, ge=2)
+    # fraction of each digit's instances reserved for training-class images (rest: test classes)
+    train_instance_fraction: float = param(0.5, gt=0.0, lt=1.0)
+    # number of classes of the digit-pair set (at most 100 ordered pairs)
+    num_classes: int = param(100, ge=4, le=100)
+
+
+@dataclass
+class BackboneConfig:
+    # "pixels": raw intensities (no weights, the embedded default); "tiny_cnn": small CNN
+    # for finetune mode; any torchvision classification model name (e.g. "resnet50").
+    name: str = param("pixels")
+    # local weights file for torchvision/tiny_cnn backbones ("" = random initialisation)
+    weights: str = param("")
+    # images are resized to input_size x input_size for CNN backbones (pixels keeps native size)
+    input_size: int = param(32, ge=8)
+    channels: int = param(3, choices=[1, 3])
+    mean: list[float] = param([0.485, 0.456, 0.406])
+    std: list[float] = param([0.229, 0.224, 0.225])
+    embed_batch_size: int = param(256, ge=1)
+
+
+@dataclass
+class TrainConfig:
+    mode: str = param("frozen", choices=["frozen", "finetune"])
+    device: str = param("auto", choices=["auto", "cpu", "cuda"])
+    embedding_dim: int = param(64, ge=2)
+    # hidden width of the embedding head (0 = a single linear layer, as MLRC's embedder)
+    head_hidden: int = param(0, ge=0)
+    optimizer: str = param("adam", choices=["adam", "rmsprop", "sgd"])
+    lr: float = param(1e-3, gt=0.0)
+    weight_decay: float = param(1e-4, ge=0.0)
+    momentum: float = param(0.9, ge=0.0, lt=1.0)
+    classes_per_batch: int = param(8, ge=2)
+    images_per_class: int = param(4, ge=2)
+    steps_per_epoch: int = param(50, ge=1)
+    max_epochs: int = param(60, ge=1)
+    patience: int = param(8, ge=1)
+    # minimum improvement of validation MAP@R that resets the patience counter
+    min_delta: float = param(1e-5, ge=0.0)
+    grad_clip_norm: float = param(10.0, ge=0.0)
+    # finetune-mode augmentation: random crop after zero padding, horizontal flip off for digits
+    augment_pad: int = param(2, ge=0)
+    num_workers: int = param(0, ge=0)
+
+
+@dataclass
+class EvalConfig:
+    recall_at: list[int] = param([1, 2, 4, 8])
+    # queries per faiss search call (bounds memory on SOP-size test sets)
+    query_chunk: int = param(4096, ge=1)
+    kmeans_niter: int = param(20, ge=1)
+    kmeans_restarts: int = param(1, ge=1)
+
+
+@dataclass
+class MethodConfig:
+    """Fields every method section has."""
+
+    # normalisation applied to the head output in training, validation and test
+    embedding_norm: str = param("l2", choices=["l2", "none"])
+
+
+@dataclass
+class MultiSimilarityConfig(MethodConfig):
+    """Multi-similarity loss + miner (Wang et al. 2019), pytorch-metric-learning."""
+
+    alpha: float = param(2.0, gt=0.0)
+    beta: float = param(50.0, gt=0.0)
+    base: float = param(0.5)
+    miner_epsilon: float = param(0.1, ge=0.0)
+
+
+@dataclass
+class ProxyAnchorConfig(MethodConfig):
+    """Proxy-Anchor loss (Kim et al. 2020), pytorch-metric-learning."""
+
+    margin: float = param(0.1, ge=0.0)
+    alpha: float = param(32.0, gt=0.0)
+    proxy_lr: float = param(1e-2, gt=0.0)
+
+
+@dataclass
+class ReportConfig:
+    decimals: int = param(2, ge=0, le=6)
+    # which metric the report sorts rows by
+    sort_by: str = param("map_at_r", choices=["precision_at_1", "r_precision", "map_at_r", "map_at_c", "nmi", "f1"])
+
+
+@dataclass
+class Params:
+    seed: int = param(0, ge=0)
+    experiment: ExperimentConfig = field(default_factory=ExperimentConfig)
+    data: DataConfig = field(default_factory=DataConfig)
+    backbone: BackboneConfig = field(default_factory=BackboneConfig)
+    train: TrainConfig = field(default_factory=TrainConfig)
+    eval: EvalConfig = field(default_factory=EvalConfig)
+    ms: MultiSimilarityConfig = field(default_factory=MultiSimilarityConfig)
+    proxy_anchor: ProxyAnchorConfig = field(default_factory=ProxyAnchorConfig)
+    report: ReportConfig = field(default_factory=ReportConfig)
+
+
+# --------------------------------------------------------------------- loading
+
+
+def _yaml_key(name: str) -> str:
+    return name[:-1] if name.endswith("_") and keyword.iskeyword(name[:-1]) else name
+
+
+def _field_name(key: str) -> str:
+    return key + "_" if keyword.iskeyword(key) else key
+
+
+def _rename_keywords(node: Any) -> Any:
+    """Map YAML keys that are Python keywords to their schema field names."""
+    if isinstance(node, dict):
+        return {_field_name(str(k)): _rename_keywords(v) for k, v in node.items()}
+    if isinstance(node, list):
+        return [_rename_keywords(v) for v in node]
+    return node
+
+
+def _check_bounds(node: Any, prefix: str, source: str) -> None:
+    for f in dataclasses.fields(node):
+        value = getattr(node, f.name)
+        key = f"{prefix}{_yaml_key(f.name)}"
+        if dataclasses.is_dataclass(value):
+            _check_bounds(value, key + ".", source)
+            continue
+        meta = f.metadata
+        values = value if isinstance(value, list) else [value]
+        for v in values:
+            if isinstance(v, float) and not math.isfinite(v):
+                raise ParamsError(f"{source}: {key}: must be finite, got {v}")
+            if meta.get("choices") is not None and v not in meta["choices"]:
+                raise ParamsError(f"{source}: {key}: {v!r} is not one of {meta['choices']}")
+            for name, ok, word in (
+                ("ge", lambda a, b: a >= b, ">="),
+                ("gt", lambda a, b: a > b, ">"),
+                ("le", lambda a, b: a <= b, "<="),
+                ("lt", lambda a, b: a < b, "<"),
+            ):
+                bound = meta.get(name)
+                if bound is not None and not ok(v, bound):
+                    raise ParamsError(f"{source}: {key}: must be {word} {bound}, got {v}")
+
+
+def _check_consistency(p: Params, source: str) -> None:
+    """Cross-field rules that a single field's bounds cannot express."""
+    from pipeline.methods import METHODS  # local import: methods import this module
+
+    for name in p.experiment.methods:
+        if name not in METHODS:
+            raise ParamsError(
+                f"{source}: experiment.methods: unknown method {name!r} "
+                f"(valid: {', '.join(sorted(METHODS))})"
+            )
+    if len(set(p.experiment.methods)) != len(p.experiment.methods):
+        raise ParamsError(f"{source}: experiment.methods: duplicate method names")
+    folds = p.experiment.folds
+    if sorted(folds) != list(range(len(folds))) or len(folds) < 2:
+        raise ParamsError(f"{source}: experiment.folds: must be 0..k-1 with k >= 2, got {folds}")
+    if any(k < 1 for k in p.eval.recall_at):
+        raise ParamsError(f"{source}: eval.recall_at: every K must be >= 1")
+    if len(p.backbone.mean) != p.backbone.channels or len(p.backbone.std) != p.backbone.channels:
+        raise ParamsError(f"{source}: backbone.mean/std: need one value per channel ({p.backbone.channels})")
+
+
+def _format_omegaconf_error(err: OmegaConfBaseException, source: str) -> str:
+    key = getattr(err, "full_key", None) or "?"
+    key = ".".join(_yaml_key(k) for k in str(key).split("."))
+    text = str(err).splitlines()[0]
+    if "not in" in text or "Key '" in text and "not" in text:
+        return f"{source}: {key}: unknown key"
+    return f"{source}: {key}: {text}"
+
+
+def load_params(path: str | Path = "params.yaml") -> Params:
+    """Load and validate params.yaml; raise ParamsError with a one-line message."""
+    path = Path(path)
+    source = path.name
+    if not path.is_file():
+        raise ParamsError(f"{path}: file not found")
+    try:
+        raw = OmegaConf.load(path)
+    except Exception as err:  # YAML syntax errors
+        raise ParamsError(f"{source}: cannot parse YAML: {str(err).splitlines()[0]}") from err
+    if not isinstance(raw, DictConfig):
+        raise ParamsError(f"{source}: top level must be a mapping")
+    return params_from_dict(OmegaConf.to_container(raw), source)
+
+
+def params_from_dict(data: dict, source: str = "params.yaml") -> Params:
+    """Validate a plain dict against the schema (used by load_params and tests)."""
+    schema = OmegaConf.structured(Params)
+    try:
+        merged = OmegaConf.merge(schema, _rename_keywords(data))
+        params = OmegaConf.to_object(merged)
+    except OmegaConfBaseException as err:
+        raise ParamsError(_format_omegaconf_error(err, source)) from err
+    _check_bounds(params, "", source)
+    _check_consistency(params, source)
+    return params
+
+
+def method_config(params: Params, method: str) -> MethodConfig:
+    """The params section of one method."""
+    return getattr(params, method)
+
+
+def to_dict(node: Any) -> Any:
+    """A params (sub)tree as plain dict with YAML key names (for logs and reports)."""
+    if dataclasses.is_dataclass(node):
+        return {_yaml_key(f.name): to_dict(getattr(node, f.name)) for f in dataclasses.fields(node)}
+    if isinstance(node, (list, ListConfig)):
+        return [to_dict(v) for v in node]
+    return node

@@ -1,0 +1,1 @@
+"""Evaluation: kNN retrieval metrics, clustering metrics, and the MLRC Separated/Concatenated protocol."""

@@ -1,0 +1,73 @@
+"""Retrieval metrics from the ranked neighbour lists.
+
+Definitions (MLRC section 3.2; Revisiting supplement A.3; DESIGN.md section 4):
+with the query excluded, R = number of other items of the query's class and
+rel_i = 1 when the i-th neighbour shares the query's class.
+
+- R@K (Revisiting eq. 26): 1 if a same-class item is among the K nearest.
+- P@1: rel_1 (equal to R@1).
+- R-precision: (1/R) sum_{i<=R} rel_i.
+- MAP@R (MLRC eq. 2): (1/R) sum_{i<=R} P@i * rel_i, with P@i = (1/i) sum_{j<=i} rel_j.
+- mAP@C (Revisiting eq. 29 and the authors' code): average precision over the
+  k_c nearest, k_c = number of items of class c (query included), normalised by
+  k_c: (1/k_c) sum_{i<=k_c} P@i * rel_i.
+
+Queries whose class has no other member (R = 0) have no defined R-precision or
+MAP@R; as in pytorch-metric-learning's AccuracyCalculator they are left out of
+every retrieval metric (``num_queries`` in the result says how many were used).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from pipeline.evaluation.knn import nearest_neighbours
+
+
+def neighbour_depth(labels: np.ndarray, recall_at: list[int]) -> int:
+    """How many neighbours the metrics need: max K, and the largest class size (for mAP@C)."""
+    _, counts = np.unique(labels, return_counts=True)
+    return int(min(len(labels) - 1, max(max(recall_at), counts.max())))
+
+
+def retrieval_metrics(neighbours: np.ndarray, labels: np.ndarray, recall_at: list[int]) -> dict[str, float]:
+    """All retrieval metrics from a (N, k) neighbour index matrix sorted by distance."""
+    labels = np.asarray(labels)
+    _, inverse, counts = np.unique(labels, return_inverse=True, return_counts=True)
+    class_size = counts[inverse]
+    r = class_size - 1
+    valid = r > 0
+    if not valid.any():
+        raise ValueError("no query has another item of its class: retrieval metrics are undefined")
+    rel = (labels[neighbours] == labels[:, None])[valid]
+    r, class_size = r[valid], class_size[valid]
+    k = rel.shape[1]
+    if r.max() > k:
+        raise ValueError(f"{k} neighbours cannot cover the largest class (R = {r.max()})")
+    rank = np.arange(1, k + 1)
+    precision_at_i = np.cumsum(rel, axis=1) / rank
+
+    def average_precision(window: np.ndarray) -> np.ndarray:
+        inside = rank[None, :] <= window[:, None]
+        return (precision_at_i * rel * inside).sum(axis=1) / window
+
+    inside_r = rank[None, :] <= r[:, None]
+    out = {
+        "precision_at_1": float(rel[:, 0].mean()),
+        "r_precision": float(((rel & inside_r).sum(axis=1) / r).mean()),
+        "map_at_r": float(average_precision(r).mean()),
+        "num_queries": int(valid.sum()),
+    }
+    if class_size.max() <= k:
+        out["map_at_c"] = float(average_precision(class_size).mean())
+    for kk in recall_at:
+        out[f"recall_at_{kk}"] = float(rel[:, : min(kk, k)].any(axis=1).mean())
+    return out
+
+
+def map_at_r(embeddings: np.ndarray, labels: np.ndarray, chunk: int = 4096) -> float:
+    """MAP@R alone (the validation score used for early stopping)."""
+    _, counts = np.unique(labels, return_counts=True)
+    k = int(min(len(labels) - 1, counts.max() - 1))
+    neighbours, _ = nearest_neighbours(embeddings, max(k, 1), chunk)
+    return retrieval_metrics(neighbours, labels, [1])["map_at_r"]

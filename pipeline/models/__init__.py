@@ -1,0 +1,1 @@
+"""Backbones, the embedding head and embedding normalisation."""

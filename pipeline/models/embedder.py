@@ -1,0 +1,37 @@
+"""The trained model: optional backbone, embedding head, embedding normalisation."""
+
+from __future__ import annotations
+
+import torch
+from torch import nn
+
+
+def normalize_embeddings(x: torch.Tensor, kind: str) -> torch.Tensor:
+    """``l2``: x/||x||; ``none``: identity."""
+    if kind == "l2":
+        return nn.functional.normalize(x, dim=1)
+    if kind == "none":
+        return x
+    raise ValueError(f"unknown embedding normalisation {kind!r}")
+
+
+def build_head(in_dim: int, out_dim: int, hidden: int) -> nn.Module:
+    """Linear embedder (MLRC: Linear(1024 -> 128)); with `hidden` > 0 a two-layer MLP."""
+    if hidden == 0:
+        return nn.Linear(in_dim, out_dim)
+    return nn.Sequential(nn.Linear(in_dim, hidden), nn.ReLU(inplace=True), nn.Linear(hidden, out_dim))
+
+
+class Embedder(nn.Module):
+    """backbone (None in frozen mode: the inputs are cached features) -> head -> normalisation."""
+
+    def __init__(self, backbone: nn.Module | None, head: nn.Module, norm: str):
+        super().__init__()
+        self.backbone = backbone
+        self.head = head
+        self.norm = norm
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        if self.backbone is not None:
+            x = self.backbone(x)
+        return normalize_embeddings(self.head(x.flatten(1)), self.norm)

@@ -1,0 +1,1 @@
+"""Tables and figures rendered from the metrics files."""

@@ -1,0 +1,133 @@
+"""The one training loop every method shares.
+
+Each epoch runs ``train.steps_per_epoch`` batches of ``classes_per_batch x
+images_per_class`` (pytorch-metric-learning's MPerClassSampler), then
+measures MAP@R on the held-out validation fold. Training stops after
+``patience`` epochs without an improvement of more than ``min_delta``, or at
+``max_epochs``; the best epoch's weights are returned (MLRC early stopping).
+Two modes share this loop: ``frozen`` (inputs are cached backbone features,
+only the head trains) and ``finetune`` (inputs are augmented images, backbone
+and head train).
+"""
+
+from __future__ import annotations
+
+import copy
+import logging
+import math
+from dataclasses import dataclass, field
+
+import numpy as np
+import torch
+from pytorch_metric_learning.samplers import MPerClassSampler
+from torch.utils.data import DataLoader, Dataset
+from tqdm import tqdm
+
+from pipeline.config import TrainConfig
+from pipeline.evaluation.retrieval import map_at_r
+from pipeline.methods.objective import Objective
+
+log = logging.getLogger(__name__)
+
+
+class TrainingError(RuntimeError):
+    """Training cannot go on (e.g. a non-finite loss); the message names the step."""
+
+
+@dataclass
+class FoldData:
+    """Inputs of one fold: training set (labels remapped to 0..C-1), validation and test sets."""
+
+    train: Dataset
+    train_labels: np.ndarray
+    val: Dataset
+    val_labels: np.ndarray
+    test: Dataset
+    test_labels: np.ndarray
+
+
+@dataclass
+class FitResult:
+    best_state: dict
+    best_epoch: int
+    best_val_map_at_r: float
+    history: list[dict] = field(default_factory=list)
+
+
+def make_optimizer(model: torch.nn.Module, objective: Objective, cfg: TrainConfig) -> torch.optim.Optimizer:
+    groups = [{"params": [p for p in model.parameters() if p.requires_grad], "lr": cfg.lr}]
+    groups += objective.param_groups()
+    if cfg.optimizer == "adam":
+        return torch.optim.Adam(groups, lr=cfg.lr, weight_decay=cfg.weight_decay)
+    if cfg.optimizer == "rmsprop":
+        return torch.optim.RMSprop(groups, lr=cfg.lr, weight_decay=cfg.weight_decay, momentum=cfg.momentum)
+    return torch.optim.SGD(groups, lr=cfg.lr, weight_decay=cfg.weight_decay, momentum=cfg.momentum)
+
+
+@torch.no_grad()
+def embed(model: torch.nn.Module, dataset: Dataset, device: torch.device, batch_size: int = 512) -> np.ndarray:
+    """Embeddings of a whole dataset in eval mode, in dataset order."""
+    model.eval()
+    loader = DataLoader(dataset, batch_size=batch_size, shuffle=False)
+    return np.concatenate([model(x.to(device)).float().cpu().numpy() for x, _ in loader])
+
+
+def _batches(data: FoldData, cfg: TrainConfig, device: torch.device) -> DataLoader:
+    batch = cfg.classes_per_batch * cfg.images_per_class
+    sampler = MPerClassSampler(data.train_labels, m=cfg.images_per_class, batch_size=batch,
+                               length_before_new_iter=batch * cfg.steps_per_epoch)
+    return DataLoader(data.train, batch_size=batch, sampler=sampler, drop_last=True,
+                      num_workers=cfg.num_workers, pin_memory=device.type == "cuda")
+
+
+def fit(model: torch.nn.Module, objective: Objective, data: FoldData, cfg: TrainConfig,
+        device: torch.device, desc: str = "train") -> FitResult:
+    """Train with early stopping on validation MAP@R; return the best state and the per-epoch log."""
+    num_classes = len(np.unique(data.train_labels))
+    if num_classes < cfg.classes_per_batch:
+        raise TrainingError(f"train.classes_per_batch={cfg.classes_per_batch} exceeds the "
+                            f"{num_classes} training classes of this fold")
+    model.to(device)
+    objective.to(device)
+    optimizer = make_optimizer(model, objective, cfg)
+    loader = _batches(data, cfg, device)
+    params = [p for g in optimizer.param_groups for p in g["params"]]
+
+    def snapshot() -> dict:
+        return {"model": copy.deepcopy(model.state_dict()), "objective": copy.deepcopy(objective.state_dict())}
+
+    best = map_at_r(embed(model, data.val, device), data.val_labels)
+    result = FitResult(snapshot(), 0, best, [{"epoch": 0, "train_loss": float("nan"), "val_map_at_r": best}])
+    log.info("%s: epoch 0 val MAP@R %.4f", desc, best)
+    stale = 0
+    for epoch in range(1, cfg.max_epochs + 1):
+        model.train()
+        objective.train()
+        losses = []
+        for step, (x, y) in enumerate(tqdm(loader, desc=f"{desc} epoch {epoch}", unit="step", leave=False), 1):
+            x, y = x.to(device, non_blocking=True), y.to(device, non_blocking=True)
+            loss = objective(model(x), y)
+            if not torch.isfinite(loss):
+                raise TrainingError(f"{desc}: non-finite loss ({loss.item()}) at epoch {epoch} step {step}")
+            optimizer.zero_grad(set_to_none=True)
+            loss.backward()
+            if cfg.grad_clip_norm > 0:
+                torch.nn.utils.clip_grad_norm_(params, cfg.grad_clip_norm)
+            optimizer.step()
+            losses.append(loss.item())
+        val = map_at_r(embed(model, data.val, device), data.val_labels)
+        result.history.append({"epoch": epoch, "train_loss": float(np.mean(losses)), "val_map_at_r": val})
+        improved = val > result.best_val_map_at_r + cfg.min_delta
+        log.info("%s: epoch %d loss %.4f val MAP@R %.4f%s", desc, epoch, np.mean(losses), val,
+                 " (best)" if improved else "")
+        if improved:
+            result.best_state, result.best_epoch, result.best_val_map_at_r = snapshot(), epoch, val
+            stale = 0
+        else:
+            stale += 1
+            if stale >= cfg.patience:
+                log.info("%s: early stop after %d epochs without improvement", desc, stale)
+                break
+    if math.isnan(result.best_val_map_at_r):
+        raise TrainingError(f"{desc}: validation MAP@R is NaN")
+    return result

@@ -1,0 +1,29 @@
+"""What every stage CLI shares: logging, params loading, and one-line errors."""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import sys
+from typing import Callable
+
+from pipeline.config import ParamsError, load_params
+from pipeline.data.manifest import DataError
+from pipeline.models.backbones import BackboneError
+from pipeline.training import TrainingError
+
+USER_ERRORS = (ParamsError, DataError, BackboneError, TrainingError, FileNotFoundError)
+
+
+def run(description: str, configure: Callable[[argparse.ArgumentParser], None], body: Callable) -> None:
+    """Parse arguments, load params.yaml, run `body(params, args)`; user errors exit 2 with one line."""
+    parser = argparse.ArgumentParser(description=description)
+    parser.add_argument("--params", default="params.yaml", help="params file (default: params.yaml)")
+    configure(parser)
+    args = parser.parse_args()
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s: %(message)s", stream=sys.stderr)
+    try:
+        body(load_params(args.params), args)
+    except USER_ERRORS as err:
+        print(f"error: {err}", file=sys.stderr)
+        sys.exit(2)
