@@ -10,7 +10,10 @@ rel_i = 1 when the i-th neighbour shares the query's class.
 - MAP@R (MLRC eq. 2): (1/R) sum_{i<=R} P@i * rel_i, with P@i = (1/i) sum_{j<=i} rel_j.
 - mAP@C (Revisiting eq. 29 and the authors' code): average precision over the
   k_c nearest, k_c = number of items of class c (query included), normalised by
-  k_c: (1/k_c) sum_{i<=k_c} P@i * rel_i.
+  k_c: (1/k_c) sum_{i<=k_c} P@i * rel_i. Because the window counts the query,
+  which is not in its own ranking, a perfect embedding scores (k_c - 1)/k_c,
+  not 1; kept as the authors computed it so numbers compare with Revisiting
+  Tables 4-9.
 
 Queries whose class has no other member (R = 0) have no defined R-precision or
 MAP@R; as in pytorch-metric-learning's AccuracyCalculator they are left out of

@@ -1,0 +1,68 @@
+"""Shared fixtures: a tiny params override and a prepared tiny data set."""
+
+from __future__ import annotations
+
+import copy
+from pathlib import Path
+
+import pytest
+import yaml
+
+from pipeline.config import params_from_dict
+
+ROOT = Path(__file__).resolve().parents[1]
+
+# A configuration small enough for CPU tests: 16 classes (8 train / 8 test), 2 folds, short training.
+TINY_OVERRIDES = {
+    "experiment": {"folds": [0, 1]},
+    "data": {"num_classes": 16, "images_per_class": 8},
+    "train": {"embedding_dim": 8, "head_hidden": 16, "classes_per_batch": 2, "images_per_class": 4,
+              "steps_per_epoch": 3, "max_epochs": 3, "patience": 2},
+    "eval": {"kmeans_niter": 5},
+}
+
+
+def merge(base: dict, overrides: dict) -> dict:
+    out = copy.deepcopy(base)
+    for key, value in overrides.items():
+        out[key] = merge(out.get(key, {}), value) if isinstance(value, dict) else value
+    return out
+
+
+def project_params() -> dict:
+    """The project's params.yaml as a dict (YAML 1.2 numbers via OmegaConf)."""
+    from omegaconf import OmegaConf
+
+    return OmegaConf.to_container(OmegaConf.load(ROOT / "params.yaml"))
+
+
+@pytest.fixture
+def tiny_dict() -> dict:
+    return merge(project_params(), TINY_OVERRIDES)
+
+
+@pytest.fixture
+def tiny_params(tiny_dict):
+    return params_from_dict(tiny_dict)
+
+
+def write_params(path: Path, data: dict) -> Path:
+    path.write_text(yaml.safe_dump(data, sort_keys=False))
+    return path
+
+
+@pytest.fixture
+def tiny_data(tmp_path, tiny_params):
+    """A prepared tiny digit-pairs set and its feature cache."""
+    from pipeline.data.digit_pairs import write_digit_pairs
+    from pipeline.data.manifest import read_manifest
+    from pipeline.features import extract_features
+    import torch
+
+    root = tmp_path / "prepared"
+    root.mkdir()
+    d = tiny_params.data
+    write_digit_pairs(root, d.num_classes, d.images_per_class, d.train_instance_fraction,
+                      len(tiny_params.experiment.folds), tiny_params.seed)
+    manifest = read_manifest(root)
+    return manifest, extract_features(manifest, tiny_params.backbone, torch.device("cpu"))

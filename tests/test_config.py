@@ -1,0 +1,57 @@
+import dataclasses
+
+import pytest
+
+from pipeline.config import Params, ParamsError, load_params, params_from_dict, to_dict
+from tests.conftest import ROOT, merge, write_params
+
+
+def test_project_params_load_and_match_schema_defaults():
+    params = load_params(ROOT / "params.yaml")
+    assert params.train.lr == pytest.approx(1e-3)
+    assert isinstance(params.train.min_delta, float)
+    assert set(to_dict(params)) == {f.name for f in dataclasses.fields(Params)}
+
+
+@pytest.mark.parametrize("text,value", [("2e-4", 2e-4), ("1e-10", 1e-10), ("1.5E+2", 150.0)])
+def test_scientific_notation_loads_as_float(tmp_path, tiny_dict, text, value):
+    path = write_params(tmp_path / "params.yaml", tiny_dict)
+    path.write_text(path.read_text().replace("lr: 0.001", f"lr: {text}"))
+    assert "lr: " + text in path.read_text()
+    assert load_params(path).train.lr == pytest.approx(value)
+
+
+@pytest.mark.parametrize("override,message", [
+    ({"ms": {"alpah": 2.0}}, "params.yaml: ms.alpah: unknown key"),
+    ({"traing": {"lr": 1.0}}, "params.yaml: traing: unknown key"),
+    ({"train": {"max_epochs": "forty"}}, "params.yaml: train.max_epochs:"),
+    ({"train": {"lr": -1e-3}}, "params.yaml: train.lr: must be > 0.0, got -0.001"),
+    ({"train": {"patience": 0}}, "params.yaml: train.patience: must be >= 1, got 0"),
+    ({"train": {"mode": "frozenn"}}, "params.yaml: train.mode: 'frozenn' is not one of"),
+    ({"train": {"lr": float("nan")}}, "params.yaml: train.lr: must be finite"),
+    ({"experiment": {"methods": ["ms", "nope"]}}, "params.yaml: experiment.methods: unknown method 'nope' (valid: ms, proxy_anchor)"),
+    ({"experiment": {"folds": [0, 2]}}, "params.yaml: experiment.folds:"),
+    ({"eval": {"recall_at": [0, 1]}}, "params.yaml: eval.recall_at:"),
+])
+def test_bad_values_name_the_key(tiny_dict, override, message):
+    with pytest.raises(ParamsError) as err:
+        params_from_dict(merge(tiny_dict, override))
+    assert str(err.value).startswith(message)
+    assert "\n" not in str(err.value)
+
+
+def test_missing_file_and_bad_yaml(tmp_path):
+    with pytest.raises(ParamsError, match="file not found"):
+        load_params(tmp_path / "nope.yaml")
+    bad = tmp_path / "params.yaml"
+    bad.write_text("train: [unclosed\n")
+    with pytest.raises(ParamsError, match="params.yaml: cannot parse YAML"):
+        load_params(bad)
+
+
+def test_python_keywords_map_to_trailing_underscore():
+    from pipeline.config import _field_name, _rename_keywords, _yaml_key
+
+    assert _rename_keywords({"ccp": {"lambda": 2e-4, "lr": 1}}) == {"ccp": {"lambda_": 2e-4, "lr": 1}}
+    assert _yaml_key("lambda_") == "lambda" and _field_name("lambda") == "lambda_"
+    assert _yaml_key("lr_") == "lr_"

@@ -1,0 +1,176 @@
+"""Metrics: hand-computed cases, and agreement with independent implementations."""
+
+import itertools
+
+import numpy as np
+import pytest
+import torch
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from pytorch_metric_learning.utils.accuracy_calculator import AccuracyCalculator
+from sklearn.metrics import normalized_mutual_info_score
+
+from pipeline.config import EvalConfig
+from pipeline.evaluation.clustering import clustering_metrics, kmeans_labels, pair_f1
+from pipeline.evaluation.knn import nearest_neighbours
+from pipeline.evaluation.protocol import evaluate_embeddings, l2_normalize, mlrc_protocol
+from pipeline.evaluation.retrieval import map_at_r, neighbour_depth, retrieval_metrics
+
+# 1-D points; worked out by hand in the comments of test_hand_computed_retrieval
+X = np.array([[0.0], [1.0], [3.0], [6.0], [10.0]])
+Y = np.array([0, 0, 1, 0, 1])
+
+
+def metrics_of(x, y, recall_at=(1, 2, 4)):
+    nn, _ = nearest_neighbours(x, neighbour_depth(y, list(recall_at)))
+    return retrieval_metrics(nn, y, list(recall_at))
+
+
+def test_knn_excludes_query_and_orders_ties_by_index():
+    nn, d = nearest_neighbours(X, 4)
+    assert nn.tolist() == [[1, 2, 3, 4], [0, 2, 3, 4], [1, 0, 3, 4], [2, 4, 1, 0], [3, 2, 1, 0]]
+    assert d[2].tolist() == [4.0, 9.0, 9.0, 49.0]  # squared distances, tie 0/3 ordered by index
+    # exact duplicates: the query is still removed, not its twin
+    dup = np.array([[0.0], [0.0], [0.0], [5.0]])
+    nn, _ = nearest_neighbours(dup, 2)
+    assert nn.tolist() == [[1, 2], [0, 2], [0, 1], [0, 1]]
+
+
+def test_knn_chunking_does_not_change_results():
+    x = np.random.default_rng(0).normal(size=(300, 8)).astype(np.float32)
+    a, _ = nearest_neighbours(x, 10, chunk=7)
+    b, _ = nearest_neighbours(x, 10, chunk=4096)
+    assert np.array_equal(a, b)
+
+
+def test_hand_computed_retrieval():
+    # rel lists (query excluded, distance order, ties by index):
+    # q0 [1,0,1,0] R=2; q1 [1,0,1,0] R=2; q2 [0,0,0,1] R=1 (class of size 2); q3 [0,0,1,1] R=2; q4 [0,1,0,0] R=1
+    m = metrics_of(X, Y)
+    assert m["precision_at_1"] == pytest.approx(2 / 5)
+    assert m["recall_at_1"] == pytest.approx(2 / 5)
+    assert m["recall_at_2"] == pytest.approx(3 / 5)
+    assert m["recall_at_4"] == pytest.approx(1.0)
+    assert m["r_precision"] == pytest.approx((1 / 2 + 1 / 2) / 5)
+    assert m["map_at_r"] == pytest.approx((1 / 2 + 1 / 2) / 5)
+    # mAP@C windows k_c = 3 (class 0) and 2 (class 1): q0,q1 (1 + 2/3)/3; q2 0; q3 (1/3)/3; q4 (1/2)/2
+    assert m["map_at_c"] == pytest.approx((5 / 9 + 5 / 9 + 0 + 1 / 9 + 1 / 4) / 5)
+    assert m["num_queries"] == 5
+
+
+def test_perfect_embedding_scores_one():
+    x = np.array([[0.0], [0.1], [0.2], [9.0], [9.1], [9.2]])
+    m = metrics_of(x, np.array([0, 0, 0, 1, 1, 1]))
+    for key in ("precision_at_1", "r_precision", "map_at_r", "recall_at_1"):
+        assert m[key] == pytest.approx(1.0)
+    # mAP@C (Revisiting's code): the window k_c = 3 counts the query, which is not in its own ranking
+    assert m["map_at_c"] == pytest.approx(2 / 3)
+
+
+def test_tie_at_rank_one_is_broken_by_index():
+    # q0 is equally far from items 1 and 2; the lower index ranks first. Class 1 / class 1' are lone.
+    hit = np.array([[0.0], [1.0], [-1.0]]), np.array([0, 0, 1])
+    miss = np.array([[0.0], [-1.0], [1.0]]), np.array([0, 1, 0])
+    assert nearest_neighbours(hit[0], 2)[0][0].tolist() == [1, 2]
+    assert metrics_of(*hit, (1,))["precision_at_1"] == pytest.approx(1.0)  # q0 hit, q1 hit
+    assert metrics_of(*miss, (1,))["precision_at_1"] == pytest.approx(0.5)  # q0 miss (tie), q2 hit
+
+
+def test_lone_query_is_left_out():
+    x = np.vstack([X, [[100.0]]])
+    y = np.append(Y, 7)  # class 7 has one member: no R, no MAP@R
+    m = metrics_of(x, y)
+    assert m["num_queries"] == 5
+    assert m["map_at_r"] == pytest.approx(metrics_of(X, Y)["map_at_r"])
+
+
+def _random_set(seed, n=400, classes=40, dim=16, singletons=3):
+    rng = np.random.default_rng(seed)
+    y = np.concatenate([rng.integers(0, classes, n - singletons), classes + np.arange(singletons)])
+    centres = rng.normal(size=(classes + singletons, dim))
+    x = (centres[y] + rng.normal(scale=1.5, size=(n, dim))).astype(np.float32)
+    return x, y
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_agrees_with_pytorch_metric_learning(seed):
+    x, y = _random_set(seed)
+    calc = AccuracyCalculator(include=("precision_at_1", "r_precision", "mean_average_precision_at_r"),
+                              k="max_bin_count", device=torch.device("cpu"))
+    ref = calc.get_accuracy(x, y)
+    ours = metrics_of(x, y)
+    assert ours["precision_at_1"] == pytest.approx(ref["precision_at_1"], abs=1e-6)
+    assert ours["r_precision"] == pytest.approx(ref["r_precision"], abs=1e-6)
+    assert ours["map_at_r"] == pytest.approx(ref["mean_average_precision_at_r"], abs=1e-6)
+
+
+def test_nmi_agrees_with_pytorch_metric_learning():
+    x, y = _random_set(5, singletons=0)
+    ref = AccuracyCalculator(include=("NMI",), device=torch.device("cpu")).get_accuracy(x, y)["NMI"]
+    # PML clusters with faiss k-means, 20 iterations, faiss's default seed 1234
+    clusters = kmeans_labels(x, len(np.unique(y)), seed=1234, niter=20)
+    assert normalized_mutual_info_score(y, clusters) == pytest.approx(ref, abs=1e-6)
+
+
+def test_nmi_on_separable_clusters_is_one_for_any_seed():
+    rng = np.random.default_rng(0)
+    y = np.repeat(np.arange(5), 20)
+    x = np.eye(5)[y] * 100 + rng.normal(scale=0.01, size=(100, 5))
+    for seed in (0, 7):  # k-means can stop in a local minimum: restarts keep the best objective
+        m = clustering_metrics(x, y, seed, restarts=10)
+        assert m["nmi"] == pytest.approx(1.0) and m["f1"] == pytest.approx(1.0)
+
+
+def test_pair_f1_hand_computed():
+    # same-cluster pairs {01, 23}; same-class pairs {01, 02, 12}; both {01}: P = 1/2, R = 1/3
+    assert pair_f1(np.array([0, 0, 1, 1]), np.array([0, 0, 0, 1])) == pytest.approx(0.4)
+    assert pair_f1(np.array([0, 1, 2]), np.array([0, 0, 1])) == 0.0
+
+
+def _brute_force_f1(clusters, labels):
+    tp = fp = fn = 0
+    for i, j in itertools.combinations(range(len(labels)), 2):
+        same_cluster, same_class = clusters[i] == clusters[j], labels[i] == labels[j]
+        tp += same_cluster and same_class
+        fp += same_cluster and not same_class
+        fn += same_class and not same_cluster
+    if tp == 0:
+        return 0.0
+    p, r = tp / (tp + fp), tp / (tp + fn)
+    return 2 * p * r / (p + r)
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.tuples(st.integers(0, 4), st.integers(0, 4)), min_size=2, max_size=30))
+def test_pair_f1_equals_brute_force(pairs):
+    clusters, labels = map(np.array, zip(*pairs))
+    assert pair_f1(clusters, labels) == pytest.approx(_brute_force_f1(clusters, labels))
+
+
+@settings(max_examples=30, deadline=None)
+@given(st.integers(0, 10_000))
+def test_metrics_in_unit_interval_and_invariant_to_scale(seed):
+    x, y = _random_set(seed, n=60, classes=6, dim=4, singletons=1)
+    a = metrics_of(x, y)
+    b = metrics_of(x * 3.0 + 1.0, y)
+    for key, value in a.items():
+        if key != "num_queries":
+            assert 0.0 <= value <= 1.0
+            assert value == pytest.approx(b[key], abs=1e-9)
+    assert a["r_precision"] >= a["map_at_r"] - 1e-12  # P@i <= 1 at every relevant rank
+
+
+def test_map_at_r_helper_matches_full_metrics():
+    x, y = _random_set(3, singletons=0)
+    assert map_at_r(x, y) == pytest.approx(metrics_of(x, y)["map_at_r"])
+
+
+def test_protocol_concatenates_normalised_folds():
+    x, y = _random_set(4, singletons=0)
+    cfg = EvalConfig(kmeans_niter=5)
+    folds = [x, x * 10.0]  # same directions: normalised concatenation equals one fold's normalised embedding
+    out = mlrc_protocol(folds, y, cfg, seed=0)
+    single = evaluate_embeddings(l2_normalize(x), y, cfg, seed=0)
+    assert out["concatenated"]["map_at_r"] == pytest.approx(single["map_at_r"])
+    assert set(out["separated"]["folds"]) == {"fold_0", "fold_1"}
+    assert out["separated"]["std"]["map_at_r"] >= 0.0
