@@ -63,12 +63,16 @@ def _load_weights(model: nn.Module, path: str) -> None:
     state = torch.load(file, map_location="cpu", weights_only=True)
     if isinstance(state, dict) and "state_dict" in state:
         state = state["state_dict"]
-    missing, unexpected = model.load_state_dict(state, strict=False)
-    if missing or unexpected:
+    expected = model.state_dict()
+    missing = sorted(set(expected) - set(state))
+    unexpected = sorted(set(state) - set(expected))
+    mismatched = sorted(k for k in set(state) & set(expected) if state[k].shape != expected[k].shape)
+    if missing or unexpected or mismatched:
         raise BackboneError(
-            f"backbone.weights: {path} does not match the model "
-            f"({len(missing)} missing keys, {len(unexpected)} unexpected keys)"
+            f"backbone.weights: {path} does not match the model ({len(missing)} missing keys, "
+            f"{len(unexpected)} unexpected keys, {len(mismatched)} keys of the wrong shape)"
         )
+    model.load_state_dict(state)
 
 
 def build_backbone(cfg: BackboneConfig) -> nn.Module | None:

@@ -1,0 +1,68 @@
+"""Stage CLIs on bad input: one line naming the key, exit code 2, earlier outputs untouched."""
+
+import hashlib
+import subprocess
+import sys
+
+import pytest
+
+from tests.conftest import ROOT, merge, write_params
+
+
+def run_stage(module, params_path, *args):
+    return subprocess.run([sys.executable, "-m", f"stages.{module}", "--params", str(params_path), *args],
+                          cwd=ROOT, capture_output=True, text=True)
+
+
+def tree_digest(folder):
+    h = hashlib.sha256()
+    for p in sorted(folder.rglob("*")):
+        h.update(str(p.relative_to(folder)).encode())
+        if p.is_file():
+            h.update(p.read_bytes())
+    return h.hexdigest()
+
+
+@pytest.fixture
+def prepared(tmp_path, tiny_dict):
+    out = tmp_path / "prepared"
+    done = run_stage("prepare", write_params(tmp_path / "params.yaml", tiny_dict), "--out", str(out))
+    assert done.returncode == 0, done.stderr
+    return out
+
+
+@pytest.mark.parametrize("override,message", [
+    ({"data": {"images_per_clas": 8}}, "error: params.yaml: data.images_per_clas: unknown key"),
+    ({"data": {"num_classes": "many"}}, "error: params.yaml: data.num_classes: Value 'many' of type 'str'"),
+    ({"data": {"images_per_class": 1}}, "error: params.yaml: data.images_per_class: must be >= 2, got 1"),
+    ({"train": {"weight_decay": -1e-4}}, "error: params.yaml: train.weight_decay: must be >= 0.0, got -0.0001"),
+    ({"experiment": {"methods": ["ms", "nope"]}}, "error: params.yaml: experiment.methods: unknown method 'nope'"),
+])
+def test_bad_params_leave_outputs_untouched(tmp_path, tiny_dict, prepared, override, message):
+    before = tree_digest(prepared)
+    bad = write_params(tmp_path / "params.yaml", merge(tiny_dict, override))
+    done = run_stage("prepare", bad, "--out", str(prepared))
+    assert done.returncode == 2
+    assert done.stderr.strip().splitlines()[-1].startswith(message)
+    assert tree_digest(prepared) == before
+
+
+def test_train_refuses_a_method_not_listed(tmp_path, tiny_dict, prepared):
+    out = tmp_path / "model"
+    out.mkdir()
+    (out / "keep").write_text("earlier output")
+    params = write_params(tmp_path / "params.yaml", tiny_dict)
+    done = run_stage("train", params, "--method", "foo", "--fold", "0", "--data", str(prepared),
+                     "--out", str(out), "--log", str(tmp_path / "log.csv"))
+    assert done.returncode == 2
+    assert done.stderr.strip().splitlines()[-1] == (
+        "error: params.yaml: experiment.methods: method 'foo' is not listed (listed: ms, proxy_anchor)")
+    assert (out / "keep").read_text() == "earlier output"
+
+
+def test_report_names_a_missing_metrics_file(tmp_path, tiny_dict):
+    params = write_params(tmp_path / "params.yaml", tiny_dict)
+    done = run_stage("report", params, "--metrics", str(tmp_path / "none"), "--out", str(tmp_path / "rep"))
+    assert done.returncode == 2
+    assert "metrics not found (run evaluate@ms)" in done.stderr
+    assert not (tmp_path / "rep").exists()

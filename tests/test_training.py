@@ -1,0 +1,110 @@
+import dataclasses
+
+import numpy as np
+import pandas as pd
+import pytest
+import torch
+
+from pipeline.config import params_from_dict
+from pipeline.evaluation.protocol import evaluate_embeddings
+from pipeline.experiment import train_fold
+from pipeline.methods import build_objective
+from pipeline.models.backbones import BackboneError, build_backbone
+from pipeline.training import TrainingError
+from tests.conftest import merge
+
+CPU = torch.device("cpu")
+
+
+@pytest.mark.parametrize("method", ["ms", "proxy_anchor"])
+def test_same_params_give_identical_results(tiny_params, tiny_data, method):
+    manifest, features = tiny_data
+    a = train_fold(tiny_params, method, 0, manifest, features, CPU)
+    b = train_fold(tiny_params, method, 0, manifest, features, CPU)
+    assert np.array_equal(a.test_embeddings, b.test_embeddings)
+    assert pd.DataFrame(a.fit.history).equals(pd.DataFrame(b.fit.history))
+    ma = evaluate_embeddings(a.test_embeddings, a.test_labels, tiny_params.eval, 0)
+    mb = evaluate_embeddings(b.test_embeddings, b.test_labels, tiny_params.eval, 0)
+    assert ma == mb
+    assert np.isfinite(a.test_embeddings).all()
+    assert np.allclose(np.linalg.norm(a.test_embeddings, axis=1), 1.0, atol=1e-5)  # l2 normalisation
+
+
+def test_training_improves_validation_and_keeps_best(tiny_dict, tiny_data):
+    manifest, features = tiny_data
+    params = params_from_dict(merge(tiny_dict, {"train": {"max_epochs": 6, "patience": 6, "steps_per_epoch": 10}}))
+    result = train_fold(params, "ms", 1, manifest, features, CPU)
+    history = result.fit.history
+    assert [h["epoch"] for h in history] == list(range(7))
+    best = max(h["val_map_at_r"] for h in history)
+    assert result.fit.best_val_map_at_r == pytest.approx(best)
+    assert best > history[0]["val_map_at_r"]  # training helps on the held-out fold
+
+
+def test_early_stopping_uses_patience(tiny_dict, tiny_data):
+    manifest, features = tiny_data
+    # lr so small that nothing improves by min_delta: stops after `patience` epochs
+    params = params_from_dict(merge(tiny_dict, {"train": {"lr": 1e-12, "max_epochs": 20, "patience": 2,
+                                                          "min_delta": 0.5}}))
+    result = train_fold(params, "ms", 0, manifest, features, CPU)
+    assert len(result.fit.history) == 1 + 2 and result.fit.best_epoch == 0
+
+
+def test_folds_train_and_validate_on_disjoint_classes(tiny_params, tiny_data):
+    from pipeline.experiment import fold_rows
+
+    manifest, _ = tiny_data
+    train, val, test = (set(manifest.labels[r]) for r in fold_rows(manifest, 1))
+    assert train and val and test
+    assert not train & val and not train & test and not val & test
+
+
+def test_finetune_mode_with_tiny_cnn(tiny_dict, tiny_data):
+    from pipeline.runtime import derive_seed, seed_everything
+
+    manifest, _ = tiny_data
+    params = params_from_dict(merge(tiny_dict, {"backbone": {"name": "tiny_cnn", "input_size": 16},
+                                                "train": {"mode": "finetune", "max_epochs": 2, "min_delta": 0.0}}))
+    seed_everything(derive_seed(params.seed, "proxy_anchor", 0))
+    initial = build_backbone(params.backbone).state_dict()  # the same draw train_fold makes
+    result = train_fold(params, "proxy_anchor", 0, manifest, None, CPU)
+    assert result.test_embeddings.shape == (len(manifest.rows("test")), params.train.embedding_dim)
+    assert result.fit.best_epoch >= 1
+    trained = result.model.backbone.state_dict()
+    assert not torch.allclose(trained["features.0.weight"], initial["features.0.weight"])  # backbone trained
+
+
+def test_non_finite_loss_stops_with_the_step(tiny_dict, tiny_data, monkeypatch):
+    manifest, features = tiny_data
+    params = params_from_dict(tiny_dict)
+    import pipeline.experiment as experiment
+
+    def exploding(name, cfg, num_classes, dim):
+        objective = build_objective(name, cfg, num_classes, dim)
+        original = objective.forward
+        objective.forward = lambda e, y: original(e, y) * float("nan")
+        return objective
+
+    monkeypatch.setattr(experiment, "build_objective", exploding)
+    with pytest.raises(TrainingError, match="non-finite loss .* at epoch 1 step 1"):
+        train_fold(params, "ms", 0, manifest, features, CPU)
+
+
+def test_torchvision_backbone_by_name_with_local_weights(tmp_path, tiny_params):
+    from torchvision.models import get_model
+
+    weights = tmp_path / "resnet18.pt"
+    reference = get_model("resnet18", weights=None)
+    torch.save(reference.state_dict(), weights)
+    cfg = dataclasses.replace(tiny_params.backbone, name="resnet18", weights=str(weights))
+    model = build_backbone(cfg).eval()
+    x = torch.randn(2, 3, 32, 32)
+    reference.fc = torch.nn.Identity()
+    assert torch.allclose(model(x), reference.eval()(x))
+    with pytest.raises(BackboneError, match="backbone.name: unknown backbone 'resnet9000'"):
+        build_backbone(dataclasses.replace(cfg, name="resnet9000"))
+    with pytest.raises(BackboneError, match="backbone.weights: file not found"):
+        build_backbone(dataclasses.replace(cfg, weights=str(tmp_path / "missing.pt")))
+    torch.save({"conv1.weight": torch.zeros(1)}, tmp_path / "wrong.pt")
+    with pytest.raises(BackboneError, match="does not match the model"):
+        build_backbone(dataclasses.replace(cfg, weights=str(tmp_path / "wrong.pt")))
