@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from omegaconf import DictConfig, ListConfig, OmegaConf
-from omegaconf.errors import OmegaConfBaseException
+from omegaconf.errors import ConfigKeyError, OmegaConfBaseException
 
 
 class ParamsError(ValueError):
@@ -222,10 +222,9 @@ def _check_consistency(p: Params, source: str) -> None:
 def _format_omegaconf_error(err: OmegaConfBaseException, source: str) -> str:
     key = getattr(err, "full_key", None) or "?"
     key = ".".join(_yaml_key(k) for k in str(key).split("."))
-    text = str(err).splitlines()[0]
-    if "not in" in text or "Key '" in text and "not" in text:
+    if isinstance(err, ConfigKeyError):
         return f"{source}: {key}: unknown key"
-    return f"{source}: {key}: {text}"
+    return f"{source}: {key}: {str(err).splitlines()[0]}"
 
 
 def load_params(path: str | Path = "params.yaml") -> Params:

@@ -1,5 +1,7 @@
 """train: one method on one MLRC fold; writes the best model, test embeddings and the epoch log."""
 
+from pathlib import Path
+
 import numpy as np
 import pandas as pd
 import torch
@@ -14,11 +16,12 @@ from stages._common import run
 
 
 def main(params, args):
+    source = Path(args.params).name
     if args.method not in params.experiment.methods:
-        raise ParamsError(f"params.yaml: experiment.methods: method {args.method!r} is not listed "
+        raise ParamsError(f"{source}: experiment.methods: method {args.method!r} is not listed "
                           f"(listed: {', '.join(params.experiment.methods)})")
     if args.fold not in params.experiment.folds:
-        raise ParamsError(f"params.yaml: experiment.folds: fold {args.fold} is not listed")
+        raise ParamsError(f"{source}: experiment.folds: fold {args.fold} is not listed")
     features = FeatureCache.load(f"{args.features}/features.npz") if params.train.mode == "frozen" else None
     result = train_fold(params, args.method, args.fold, read_manifest(args.data), features,
                         choose_device(params.train.device))

@@ -1,0 +1,103 @@
+"""Benchmark: our evaluation vs pytorch-metric-learning's AccuracyCalculator on SOP-sized data.
+
+Times the metrics both compute (P@1, R-precision, MAP@R and, unless
+--no-clustering, NMI) on the same random embeddings, each implementation in
+its own process so that its peak resident memory can be read separately.
+Prints both times, their ratio and the peak memory. Not a test: run it by hand.
+
+    python benchmarks/bench_evaluation.py            # 60,000 x 128, 11,000 classes
+    python benchmarks/bench_evaluation.py --n 5000 --classes 900
+"""
+
+from __future__ import annotations
+
+import argparse
+import multiprocessing as mp
+import resource
+import time
+
+import numpy as np
+
+
+def make_data(n: int, dim: int, classes: int, seed: int):
+    rng = np.random.default_rng(seed)
+    labels = np.concatenate([np.repeat(np.arange(classes), 2), rng.integers(0, classes, n - 2 * classes)])
+    return rng.normal(size=(n, dim)).astype(np.float32), rng.permutation(labels)
+
+
+def ours(x, y, clustering: bool) -> dict:
+    from pipeline.evaluation.clustering import kmeans_labels
+    from pipeline.evaluation.knn import nearest_neighbours
+    from pipeline.evaluation.retrieval import retrieval_metrics
+    from sklearn.metrics import normalized_mutual_info_score
+
+    _, counts = np.unique(y, return_counts=True)
+    out = {}
+    t = time.perf_counter()
+    nn, _ = nearest_neighbours(x, int(counts.max() - 1))
+    m = retrieval_metrics(nn, y, [1])
+    out["knn_s"] = time.perf_counter() - t
+    out.update(precision_at_1=m["precision_at_1"], r_precision=m["r_precision"], map_at_r=m["map_at_r"])
+    if clustering:
+        t = time.perf_counter()
+        out["NMI"] = normalized_mutual_info_score(y, kmeans_labels(x, len(counts), seed=1234, niter=20))
+        out["cluster_s"] = time.perf_counter() - t
+    return out
+
+
+def pml(x, y, clustering: bool) -> dict:
+    import torch
+    from pytorch_metric_learning.utils.accuracy_calculator import AccuracyCalculator
+
+    out = {}
+    knn = ("precision_at_1", "r_precision", "mean_average_precision_at_r")
+    calc = AccuracyCalculator(include=knn, k="max_bin_count", device=torch.device("cpu"))
+    t = time.perf_counter()
+    m = calc.get_accuracy(x, y)
+    out["knn_s"] = time.perf_counter() - t
+    out.update(precision_at_1=m["precision_at_1"], r_precision=m["r_precision"],
+               map_at_r=m["mean_average_precision_at_r"])
+    if clustering:
+        calc = AccuracyCalculator(include=("NMI",), device=torch.device("cpu"))
+        t = time.perf_counter()
+        out["NMI"] = calc.get_accuracy(x, y)["NMI"]
+        out["cluster_s"] = time.perf_counter() - t
+    return out
+
+
+def _child(name, args, queue):
+    x, y = make_data(args.n, args.dim, args.classes, args.seed)
+    result = (ours if name == "ours" else pml)(x, y, not args.no_clustering)
+    result["peak_rss_mb"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    queue.put(result)
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--n", type=int, default=60_000)
+    parser.add_argument("--dim", type=int, default=128)
+    parser.add_argument("--classes", type=int, default=11_000)
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--no-clustering", action="store_true", help="skip the k-means/NMI part")
+    args = parser.parse_args()
+    ctx = mp.get_context("spawn")
+    results = {}
+    for name in ("ours", "pml"):
+        queue = ctx.Queue()
+        proc = ctx.Process(target=_child, args=(name, args, queue))
+        proc.start()
+        results[name] = queue.get()
+        proc.join()
+    print(f"data: {args.n} x {args.dim} random embeddings, {args.classes} classes")
+    keys = ["knn_s"] + ([] if args.no_clustering else ["cluster_s"]) + ["peak_rss_mb"]
+    print(f"{'':24s}{'ours':>12s}{'PML':>12s}{'PML/ours':>10s}")
+    for key in keys:
+        a, b = results["ours"][key], results["pml"][key]
+        print(f"{key:24s}{a:12.2f}{b:12.2f}{b / a:10.2f}")
+    for key in ("precision_at_1", "r_precision", "map_at_r") + (() if args.no_clustering else ("NMI",)):
+        a, b = results["ours"][key], results["pml"][key]
+        print(f"{key:24s}{a:12.6f}{b:12.6f}{'same' if abs(a - b) < 1e-6 else 'DIFFERENT':>10s}")
+
+
+if __name__ == "__main__":
+    main()
