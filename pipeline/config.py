@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from omegaconf import DictConfig, ListConfig, OmegaConf
+from omegaconf import DictConfig, OmegaConf
 from omegaconf.errors import ConfigKeyError, OmegaConfBaseException
 
 
@@ -264,6 +264,6 @@ def to_dict(node: Any) -> Any:
     """A params (sub)tree as plain dict with YAML key names (for logs and reports)."""
     if dataclasses.is_dataclass(node):
         return {_yaml_key(f.name): to_dict(getattr(node, f.name)) for f in dataclasses.fields(node)}
-    if isinstance(node, (list, ListConfig)):
+    if isinstance(node, list):
         return [to_dict(v) for v in node]
     return node

@@ -16,7 +16,9 @@ def main(params, args):
         metrics[method] = read_json(path)
     info = read_json(Path(args.features) / "info.json")
     frame = results_frame(metrics, params.eval.recall_at, params.train.embedding_dim)
-    frame = frame.sort_values(["protocol", params.report.sort_by], ascending=[False, False], kind="stable")
+    concatenated_last = frame["protocol"].str.startswith("concatenated")
+    frame = frame.assign(_last=concatenated_last).sort_values(
+        ["_last", params.report.sort_by], ascending=[True, False], kind="stable").drop(columns="_last")
     first = next(iter(metrics.values()))
     header = (
         "# Results\n\n"
