@@ -111,7 +111,7 @@ class MethodConfig:
     """Fields every method section has."""
 
     # normalisation applied to the head output in training, validation and test
-    embedding_norm: str = param("l2", choices=["l2", "none"])
+    embedding_norm: str = param("l2", choices=["l2", "lipschitz", "none"])
 
 
 @dataclass
@@ -134,10 +134,73 @@ class ProxyAnchorConfig(MethodConfig):
 
 
 @dataclass
+class C1Config:
+    """C1: contrastive on cosine similarity (XBM style); negatives penalised above neg_margin."""
+
+    neg_margin: float = param(0.5, ge=-1.0, le=1.0)
+
+
+@dataclass
+class C2Config:
+    """C2: contrastive with positive margin, CCP eq. 4.2: (y_ij (d_ij - beta) + alpha)_+, beta >= alpha > 0."""
+
+    alpha: float = param(0.19205, gt=0.0)
+    beta: float = param(0.19205, gt=0.0)
+
+
+@dataclass
+class MSLossConfig:
+    alpha: float = param(2.0, gt=0.0)
+    beta: float = param(40.0, gt=0.0)
+    base: float = param(0.5)
+
+
+@dataclass
+class TripletConfig:
+    margin: float = param(0.0961, ge=0.0)
+
+
+@dataclass
+class CCPConfig(MethodConfig):
+    """CCP (Algorithms 1 and 2) and its ablation variants; see pipeline/methods/ccp.py."""
+
+    losses: list[str] = param(["c1", "c2", "ms", "triplet"], choices=["c1", "c2", "ms", "triplet"])
+    variants: list[str] = param(["batch", "loss_proxy", "ccp"],
+                                choices=["batch", "loss_proxy", "ccp", "sample_ccp"])
+    lambda_: float = param(2e-4, ge=0.0)
+    zero_lambda_first: bool = param(True)
+    proxies_per_class: int = param(4, ge=1)
+    pool_size: int = param(8, ge=1)
+    patience: int = param(3, ge=1)
+    max_subproblems: int = param(50, ge=1)
+    in_batch_weight: float = param(0.1, ge=0.0)
+    proxy_lr: float = param(1e-2, gt=0.0)
+    reducer: str = param("mean", choices=["mean", "avg_nonzero"])
+    c1: C1Config = field(default_factory=C1Config)
+    c2: C2Config = field(default_factory=C2Config)
+    ms: MSLossConfig = field(default_factory=MSLossConfig)
+    triplet: TripletConfig = field(default_factory=TripletConfig)
+
+
+@dataclass
+class PocConfig:
+    """CCP's 2-D proof of concept (Fig. 2): ten digit classes, 4 proxies per class, b = 16."""
+
+    loss: str = param("c2", choices=["c1", "c2", "ms", "triplet"])
+    proxies_per_class: int = param(4, ge=1)
+    pool_size: int = param(16, ge=1)
+    max_subproblems: int = param(6, ge=1)
+    max_epochs: int = param(80, ge=1)
+    hidden: int = param(64, ge=1)
+    val_fraction: float = param(0.2, gt=0.0, lt=0.5)
+    test_fraction: float = param(0.2, gt=0.0, lt=0.5)
+
+
+@dataclass
 class ReportConfig:
     decimals: int = param(2, ge=0, le=6)
-    # which metric the report sorts rows by
-    sort_by: str = param("map_at_r", choices=["precision_at_1", "r_precision", "map_at_r", "map_at_c", "nmi", "f1"])
+    # rows in run order ("none": baselines, then per CCP loss its batch / Loss-Proxy / CCP rows) or by a metric
+    sort_by: str = param("none", choices=["none", "precision_at_1", "r_precision", "map_at_r", "map_at_c", "nmi", "f1"])
 
 
 @dataclass
@@ -150,6 +213,8 @@ class Params:
     eval: EvalConfig = field(default_factory=EvalConfig)
     ms: MultiSimilarityConfig = field(default_factory=MultiSimilarityConfig)
     proxy_anchor: ProxyAnchorConfig = field(default_factory=ProxyAnchorConfig)
+    ccp: CCPConfig = field(default_factory=lambda: CCPConfig(embedding_norm="lipschitz"))
+    poc: PocConfig = field(default_factory=PocConfig)
     report: ReportConfig = field(default_factory=ReportConfig)
 
 
@@ -200,13 +265,13 @@ def _check_bounds(node: Any, prefix: str, source: str) -> None:
 
 def _check_consistency(p: Params, source: str) -> None:
     """Cross-field rules that a single field's bounds cannot express."""
-    from pipeline.methods import METHODS  # local import: methods import this module
+    from pipeline.methods import BASELINES  # local import: methods import this module
 
     for name in p.experiment.methods:
-        if name not in METHODS:
+        if name not in BASELINES:
             raise ParamsError(
                 f"{source}: experiment.methods: unknown method {name!r} "
-                f"(valid: {', '.join(sorted(METHODS))})"
+                f"(valid: {', '.join(sorted(BASELINES))})"
             )
     if len(set(p.experiment.methods)) != len(p.experiment.methods):
         raise ParamsError(f"{source}: experiment.methods: duplicate method names")
@@ -215,6 +280,16 @@ def _check_consistency(p: Params, source: str) -> None:
         raise ParamsError(f"{source}: experiment.folds: must be 0..k-1 with k >= 2, got {folds}")
     if any(k < 1 for k in p.eval.recall_at):
         raise ParamsError(f"{source}: eval.recall_at: every K must be >= 1")
+    if p.ccp.pool_size < p.ccp.proxies_per_class:
+        raise ParamsError(f"{source}: ccp.pool_size: must be >= ccp.proxies_per_class "
+                          f"({p.ccp.pool_size} < {p.ccp.proxies_per_class}; Algorithm 2 picks from the pool)")
+    if p.poc.pool_size < p.poc.proxies_per_class:
+        raise ParamsError(f"{source}: poc.pool_size: must be >= poc.proxies_per_class")
+    if p.ccp.c2.beta < p.ccp.c2.alpha:
+        raise ParamsError(f"{source}: ccp.c2.beta: must be >= ccp.c2.alpha (eq. 4.2 needs beta >= alpha > 0)")
+    for key in ("losses", "variants"):
+        if len(set(getattr(p.ccp, key))) != len(getattr(p.ccp, key)):
+            raise ParamsError(f"{source}: ccp.{key}: duplicate names")
     if len(p.backbone.mean) != p.backbone.channels or len(p.backbone.std) != p.backbone.channels:
         raise ParamsError(f"{source}: backbone.mean/std: need one value per channel ({p.backbone.channels})")
 
@@ -253,11 +328,6 @@ def params_from_dict(data: dict, source: str = "params.yaml") -> Params:
     _check_bounds(params, "", source)
     _check_consistency(params, source)
     return params
-
-
-def method_config(params: Params, method: str) -> MethodConfig:
-    """The params section of one method."""
-    return getattr(params, method)
 
 
 def to_dict(node: Any) -> Any:

@@ -8,11 +8,11 @@ import numpy as np
 import torch
 from torch.utils.data import TensorDataset
 
-from pipeline.config import Params, method_config
+from pipeline.config import Params
 from pipeline.data.images import ManifestImages
 from pipeline.data.manifest import Manifest
 from pipeline.features import FeatureCache
-from pipeline.methods import build_objective
+from pipeline.methods import build_objective, run_config
 from pipeline.models.backbones import build_backbone, eval_transform, train_transform
 from pipeline.models.embedder import Embedder, build_head
 from pipeline.runtime import derive_seed, seed_everything
@@ -23,6 +23,7 @@ from pipeline.training import FitResult, FoldData, embed, fit
 class RunResult:
     model: Embedder
     fit: FitResult
+    diagnostics: list[dict]
     test_embeddings: np.ndarray
     test_labels: np.ndarray
 
@@ -63,7 +64,7 @@ def train_fold(params: Params, method: str, fold: int, manifest: Manifest, featu
     """Build inputs, model and objective, train with early stopping, embed the test set with the best weights."""
     seed_everything(derive_seed(params.seed, method, fold))
     rows = fold_rows(manifest, fold)
-    cfg = method_config(params, method)
+    cfg = run_config(params, method)
     if params.train.mode == "frozen":
         if features is None:
             raise FileNotFoundError("train.mode=frozen needs the feature cache (run the embed stage)")
@@ -75,7 +76,7 @@ def train_fold(params: Params, method: str, fold: int, manifest: Manifest, featu
         in_dim = (probe if backbone is None else backbone.eval()(probe)).flatten(1).shape[1]
     model = Embedder(backbone, build_head(in_dim, params.train.embedding_dim, params.train.head_hidden),
                      cfg.embedding_norm)
-    objective = build_objective(method, cfg, len(np.unique(data.train_labels)), params.train.embedding_dim)
+    objective = build_objective(params, method, len(np.unique(data.train_labels)), params.train.embedding_dim)
     result = fit(model, objective, data, params.train, device, desc=f"{method}-{fold}")
     model.load_state_dict(result.best_state["model"])
-    return RunResult(model, result, embed(model, data.test, device), data.test_labels)
+    return RunResult(model, result, objective.diagnostics, embed(model, data.test, device), data.test_labels)

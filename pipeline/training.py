@@ -47,6 +47,23 @@ class FoldData:
 
 
 @dataclass
+class TrainContext:
+    """What an objective's hooks may use: the model, optimiser, data and settings of the run."""
+
+    model: torch.nn.Module
+    optimizer: torch.optim.Optimizer
+    data: FoldData
+    cfg: TrainConfig
+    device: torch.device
+
+    def embed(self, dataset: Dataset) -> np.ndarray:
+        """Embeddings in eval mode; the model is put back into train mode afterwards."""
+        out = embed(self.model, dataset, self.device)
+        self.model.train()
+        return out
+
+
+@dataclass
 class FitResult:
     best_state: dict
     best_epoch: int
@@ -92,6 +109,7 @@ def fit(model: torch.nn.Module, objective: Objective, data: FoldData, cfg: Train
     optimizer = make_optimizer(model, objective, cfg)
     loader = _batches(data, cfg, device)
     params = [p for g in optimizer.param_groups for p in g["params"]]
+    ctx = TrainContext(model, optimizer, data, cfg, device)
 
     def snapshot() -> dict:
         return {"model": copy.deepcopy(model.state_dict()), "objective": copy.deepcopy(objective.state_dict())}
@@ -99,6 +117,7 @@ def fit(model: torch.nn.Module, objective: Objective, data: FoldData, cfg: Train
     best = map_at_r(embed(model, data.val, device), data.val_labels)
     result = FitResult(snapshot(), 0, best, [{"epoch": 0, "train_loss": float("nan"), "val_map_at_r": best}])
     log.info("%s: epoch 0 val MAP@R %.4f", desc, best)
+    objective.begin(ctx)
     stale = 0
     for epoch in range(1, cfg.max_epochs + 1):
         model.train()
@@ -106,7 +125,7 @@ def fit(model: torch.nn.Module, objective: Objective, data: FoldData, cfg: Train
         losses = []
         for step, (x, y) in enumerate(tqdm(loader, desc=f"{desc} epoch {epoch}", unit="step", leave=False), 1):
             x, y = x.to(device, non_blocking=True), y.to(device, non_blocking=True)
-            loss = objective(model(x), y)
+            loss = objective.batch_loss(model, x, y)
             if not torch.isfinite(loss):
                 raise TrainingError(f"{desc}: non-finite loss ({loss.item()}) at epoch {epoch} step {step}")
             optimizer.zero_grad(set_to_none=True)
@@ -128,6 +147,10 @@ def fit(model: torch.nn.Module, objective: Objective, data: FoldData, cfg: Train
             if stale >= cfg.patience:
                 log.info("%s: early stop after %d epochs without improvement", desc, stale)
                 break
+        if objective.end_epoch(ctx, epoch, val):
+            log.info("%s: the method ended training after epoch %d", desc, epoch)
+            break
+    objective.finish(ctx)
     if math.isnan(result.best_val_map_at_r):
         raise TrainingError(f"{desc}: validation MAP@R is NaN")
     return result

@@ -19,6 +19,8 @@ TINY_OVERRIDES = {
     "train": {"embedding_dim": 8, "head_hidden": 16, "classes_per_batch": 2, "images_per_class": 4,
               "steps_per_epoch": 3, "max_epochs": 3, "patience": 2},
     "eval": {"kmeans_niter": 5},
+    "ccp": {"losses": ["c2"], "variants": ["loss_proxy", "ccp"], "proxies_per_class": 2, "pool_size": 3},
+    "poc": {"max_epochs": 3, "max_subproblems": 2, "hidden": 8},
 }
 
 

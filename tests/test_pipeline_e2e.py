@@ -47,11 +47,15 @@ def repo(tmp_path_factory):
 
 def test_repro_builds_every_output(repo):
     out = sh(DVC + ["repro"], repo)
-    expected = {"prepare", "embed", "report", "evaluate@ms", "evaluate@proxy_anchor"}
+    expected = {"prepare", "embed", "poc", "report", "evaluate@ms", "evaluate@proxy_anchor",
+                "evaluate_ccp@c2-loss_proxy", "evaluate_ccp@c2-ccp"}
     expected |= {f"train@{m}-{f}" for m in ("ms", "proxy_anchor") for f in (0, 1)}
+    expected |= {f"train_ccp@c2-{v}-{f}" for v in ("loss_proxy", "ccp") for f in (0, 1)}
     assert stages_run(out) == expected
     results = (repo / "reports" / "results.md").read_text()
-    for method in ("ms", "proxy_anchor"):
+    assert (repo / "reports" / "figures" / "ccp_poc.png").stat().st_size > 10_000
+    assert "c2_ccp, fold 0" in (repo / "reports" / "ccp_subproblems.md").read_text()
+    for method in ("ms", "proxy_anchor", "c2_loss_proxy", "c2_ccp"):
         assert f"| {method} | separated-8D |" in results and f"| {method} | concatenated-16D |" in results
         assert (repo / "reports" / "train_logs" / method / "fold-1.csv").read_text().startswith("epoch,")
     assert "pixels (raw grey intensities" in results
@@ -65,6 +69,14 @@ def test_second_repro_is_a_no_op(repo):
     out = sh(DVC + ["repro"], repo)
     assert stages_run(out) == set()
     assert "up to date" in out.lower() or "didn't change" in out
+
+
+def test_ccp_lambda_reruns_only_ccp_stages(repo):
+    out = sh(DVC + ["exp", "run", "-S", "ccp.lambda=1e-10"], repo)
+    ran = stages_run(out)
+    assert {"train_ccp@c2-ccp-0", "train_ccp@c2-ccp-1"} <= ran  # report reruns only if the metrics moved
+    assert not any(s.startswith(("train@", "evaluate@", "prepare", "embed")) for s in ran)
+    assert "lambda: 1e-10" in (repo / "params.yaml").read_text()
 
 
 def test_exp_run_reruns_only_the_changed_method(repo):

@@ -55,8 +55,8 @@ def test_train_refuses_a_method_not_listed(tmp_path, tiny_dict, prepared):
     done = run_stage("train", params, "--method", "foo", "--fold", "0", "--data", str(prepared),
                      "--out", str(out), "--log", str(tmp_path / "log.csv"))
     assert done.returncode == 2
-    assert done.stderr.strip().splitlines()[-1] == (
-        "error: params.yaml: experiment.methods: method 'foo' is not listed (listed: ms, proxy_anchor)")
+    assert done.stderr.strip().splitlines()[-1].startswith(
+        "error: params.yaml: method 'foo' is not one of the configured runs (ms, proxy_anchor, c2_loss_proxy, c2_ccp;")
     assert (out / "keep").read_text() == "earlier output"
 
 
@@ -64,5 +64,5 @@ def test_report_names_a_missing_metrics_file(tmp_path, tiny_dict):
     params = write_params(tmp_path / "params.yaml", tiny_dict)
     done = run_stage("report", params, "--metrics", str(tmp_path / "none"), "--out", str(tmp_path / "rep"))
     assert done.returncode == 2
-    assert "metrics not found (run evaluate@ms)" in done.stderr
+    assert "metrics not found (run the evaluate stage of ms)" in done.stderr
     assert not (tmp_path / "rep").exists()

@@ -1,19 +1,52 @@
-"""Training methods: each is an objective (loss on a batch) run by the one training loop.
+"""Training methods: each is an objective (loss on a batch, optional outer-loop hooks) run by the
+one training loop.
 
-``METHODS`` maps the name used in ``experiment.methods`` (and as the params
-section name) to the function building its objective.
+Runs are named after what they train:
+- baselines listed in ``experiment.methods`` (``ms``, ``proxy_anchor``), each with its own params section;
+- the CCP family ``<loss>_<variant>`` for every loss in ``ccp.losses`` and variant in ``ccp.variants``
+  (``c2_ccp``, ``c2_loss_proxy``, ``c2_batch``...), all configured by the ``ccp`` section.
 """
 
-from pipeline.methods.baselines import build_multi_similarity, build_proxy_anchor
+from __future__ import annotations
 
-METHODS = {
+from pipeline.methods.baselines import build_multi_similarity, build_proxy_anchor
+from pipeline.methods.ccp import VARIANTS, CCPObjective
+
+BASELINES = {
     "ms": build_multi_similarity,
     "proxy_anchor": build_proxy_anchor,
 }
 
 
-def build_objective(name: str, cfg, num_classes: int, embedding_dim: int):
-    """The objective of method `name` from its params section."""
-    if name not in METHODS:
-        raise ValueError(f"unknown method {name!r} (valid: {', '.join(sorted(METHODS))})")
-    return METHODS[name](cfg, num_classes, embedding_dim)
+def ccp_runs(params) -> list[str]:
+    return [f"{loss}_{variant}" for loss in params.ccp.losses for variant in params.ccp.variants]
+
+
+def all_runs(params) -> list[str]:
+    """Every run the pipeline trains and reports, in report order."""
+    return list(params.experiment.methods) + ccp_runs(params)
+
+
+def parse_ccp_run(name: str) -> tuple[str, str] | None:
+    """(loss, variant) of a CCP-family run name, or None."""
+    loss, _, variant = name.partition("_")
+    return (loss, variant) if variant in VARIANTS else None
+
+
+def run_config(params, name: str):
+    """The params section that configures run `name`."""
+    if name in BASELINES:
+        return getattr(params, name)
+    if parse_ccp_run(name):
+        return params.ccp
+    raise ValueError(f"unknown method {name!r}")
+
+
+def build_objective(params, name: str, num_classes: int, embedding_dim: int):
+    """The objective of run `name`."""
+    if name in BASELINES:
+        return BASELINES[name](getattr(params, name), num_classes, embedding_dim)
+    parsed = parse_ccp_run(name)
+    if parsed is None:
+        raise ValueError(f"unknown method {name!r} (valid: {', '.join(sorted(BASELINES))} or <loss>_<variant>)")
+    return CCPObjective(params.ccp, *parsed, num_classes, embedding_dim)

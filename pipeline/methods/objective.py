@@ -11,17 +11,38 @@ class Objective(nn.Module):
 
     ``param_groups`` lists the objective's own parameters with their learning
     rates for the optimiser; the embedding model's parameters use ``train.lr``.
+    Outer-loop methods (CCP) override the hooks the training loop calls:
+    ``begin`` before the first step, ``batch_loss`` at every step, ``end_epoch``
+    after each validation (returning True stops training) and ``finish`` at the end.
+    ``diagnostics`` collects rows the train stage writes out (one per sub-problem).
     """
+
+    diagnostics: list[dict]
 
     def __init__(self, loss: nn.Module, miner: nn.Module | None = None, lr: float | None = None):
         super().__init__()
         self.loss = loss
         self.miner = miner
         self.lr = lr
+        self.diagnostics = []
 
     def forward(self, embeddings: torch.Tensor, labels: torch.Tensor) -> torch.Tensor:
         tuples = self.miner(embeddings, labels) if self.miner is not None else None
         return self.loss(embeddings, labels, tuples)
+
+    def begin(self, ctx) -> None:
+        """Called once before training (ctx: pipeline.training.TrainContext)."""
+
+    def batch_loss(self, model: nn.Module, x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
+        """The loss minimised at one step."""
+        return self(model(x), y)
+
+    def end_epoch(self, ctx, epoch: int, val_map_at_r: float) -> bool:
+        """Called after each epoch's validation; True stops training."""
+        return False
+
+    def finish(self, ctx) -> None:
+        """Called once after the last epoch."""
 
     def param_groups(self) -> list[dict]:
         params = [p for p in self.parameters() if p.requires_grad]

@@ -7,7 +7,13 @@ from torch import nn
 
 
 def normalize_embeddings(x: torch.Tensor, kind: str) -> torch.Tensor:
-    """``l2``: x/||x||; ``none``: identity."""
+    """``l2``: x/||x||; ``lipschitz``: x/||x|| only when ||x|| >= 1 (CCP section 4.4); ``none``: identity.
+
+    The Lipschitz transform is the identity inside the unit ball and the L2
+    projection outside it, so it is continuous (CCP Lemma 4.4) and idempotent.
+    """
+    if kind == "lipschitz":
+        return x / x.norm(dim=1, keepdim=True).clamp(min=1.0)
     if kind == "l2":
         return nn.functional.normalize(x, dim=1)
     if kind == "none":

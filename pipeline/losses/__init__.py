@@ -1,0 +1,1 @@
+"""Loss construction: pytorch-metric-learning losses configured as the papers use them."""

@@ -1,0 +1,194 @@
+"""CCP: chance-constrained DML as a sequence of regularised proxy-DML sub-problems.
+
+CCP Algorithm 1: each sub-problem (a projection, eq. 4.9-4.11) trains the
+network and the proxies on a pair loss with the batch samples as anchors and
+all proxies as references, plus lambda/2 ||theta - theta_prev||^2 over the
+network's trainable weights (eq. 4.10; Alg. 1 prints the gradient as
+lambda (theta* - theta), a sign slip: the gradient of eq. 4.10 is
+lambda (theta - theta_prev), which is what the authors' release adds). A
+sub-problem ends when validation MAP@R has not improved by more than
+``train.min_delta`` for ``ccp.patience`` epochs (section 4.4); then
+theta_prev <- the sub-problem's best weights (training goes on from the
+current weights, as in the release) and the proxies are re-initialised by
+greedy K-center (Algorithm 2), seeded by the converged proxies. Training ends
+by the loop's usual early stopping or after ``ccp.max_subproblems``.
+
+Variants (``ccp.variants``):
+- ``ccp``: the above;
+- ``loss_proxy``: one sub-problem, never re-initialised (Loss-Proxy, Fig. 4a);
+- ``sample_ccp``: the anchors are real samples picked by K-center, embedded
+  with the current network at every step instead of trained proxies (5.3);
+- ``batch``: the same pair loss on in-batch pairs only (the batch baseline).
+
+Choices: K-center runs in the normalised embedding space, where the loss
+measures distances (the release uses raw head outputs); proxies pass through
+the same normalisation as the samples in the loss; at the start, the previous
+proxies rho* of Alg. 1 are the embeddings of random samples; the optimiser
+state of the proxies is reset when they are re-initialised.
+"""
+
+from __future__ import annotations
+
+import logging
+
+import numpy as np
+import torch
+from torch import nn
+
+from pipeline.losses.pair_losses import build_pair_loss
+from pipeline.methods.kcenter import covering_radius, greedy_k_center
+from pipeline.methods.objective import Objective
+from pipeline.models.embedder import normalize_embeddings
+
+log = logging.getLogger(__name__)
+
+VARIANTS = ("batch", "loss_proxy", "ccp", "sample_ccp")
+
+
+def trainable(model: nn.Module) -> list[nn.Parameter]:
+    return [p for p in model.parameters() if p.requires_grad]
+
+
+def projection_penalty(params: list[torch.Tensor], anchors: list[torch.Tensor], lam: float) -> torch.Tensor:
+    """lambda/2 * ||theta - theta_prev||^2 (CCP eq. 4.10); its gradient is lambda (theta - theta_prev)."""
+    return 0.5 * lam * sum(((p - a) ** 2).sum() for p, a in zip(params, anchors))
+
+
+class CCPObjective(Objective):
+    """One of the CCP variants for one pair loss; see the module docstring."""
+
+    def __init__(self, cfg, loss: str, variant: str, num_classes: int, embedding_dim: int):
+        if variant not in VARIANTS:
+            raise ValueError(f"unknown CCP variant {variant!r} (valid: {', '.join(VARIANTS)})")
+        super().__init__(build_pair_loss(loss, cfg, cfg.reducer), lr=cfg.proxy_lr)
+        self.cfg, self.variant, self.num_classes = cfg, variant, num_classes
+        k = cfg.proxies_per_class
+        self.register_buffer("anchor_labels", torch.arange(num_classes).repeat_interleave(k))
+        self.proxies = nn.Parameter(torch.zeros(num_classes * k, embedding_dim)) if variant in ("loss_proxy", "ccp") else None
+        self.anchor_inputs: torch.Tensor | None = None  # sample_ccp: inputs of the anchor samples
+        self.rho_star: torch.Tensor | None = None  # the previous sub-problem's anchors (K-center seeds)
+        self.initial_radius = torch.zeros(1)  # covering radius right after K-center, per class
+        self.lam = 0.0 if cfg.zero_lambda_first else cfg.lambda_
+        self.theta_prev: list[torch.Tensor] = []
+        self.subproblem = 0
+        self.sub_best = -float("inf")
+        self.sub_best_weights: list[torch.Tensor] = []
+        self.sub_stale = 0
+        self.sub_epochs = 0
+
+    # ---------------------------------------------------------------- the loss
+    def references(self, model: nn.Module) -> torch.Tensor:
+        """The anchors' embeddings: trained proxies, or anchor samples through the current network."""
+        if self.variant == "sample_ccp":
+            return model(self.anchor_inputs)
+        return normalize_embeddings(self.proxies, self.cfg.embedding_norm)
+
+    def batch_loss(self, model, x, y):
+        emb = model(x)
+        if self.variant == "batch":
+            return self.loss(emb, y)
+        # CCP eq. 4.11: samples as anchors, all proxies as references, plus the in-batch term (release: 0.1)
+        loss = self.loss(emb, y, ref_emb=self.references(model), ref_labels=self.anchor_labels)
+        if self.cfg.in_batch_weight > 0:
+            loss = loss + self.cfg.in_batch_weight * self.loss(emb, y)
+        if self.lam > 0:
+            loss = loss + projection_penalty(trainable(model), self.theta_prev, self.lam)
+        return loss
+
+    # ----------------------------------------------------------------- the hooks
+    def begin(self, ctx):
+        if self.variant == "batch":
+            return
+        self.theta_prev = [p.detach().clone() for p in trainable(ctx.model)]
+        self.sub_best_weights = [p.clone() for p in self.theta_prev]
+        rows = [np.flatnonzero(ctx.data.train_labels == c) for c in range(self.num_classes)]
+        first = np.concatenate([np.random.choice(r, self.cfg.proxies_per_class, replace=len(r) < self.cfg.proxies_per_class)
+                                for r in rows])
+        self.rho_star = self._embed_rows(ctx, first)  # Alg. 1: rho* initialised with random samples
+        self._select_anchors(ctx, rows)
+
+    def end_epoch(self, ctx, epoch, val):
+        if self.variant == "batch":
+            return False
+        self.sub_epochs += 1
+        if val > self.sub_best + ctx.cfg.min_delta:
+            self.sub_best, self.sub_stale = val, 0
+            self.sub_best_weights = [p.detach().clone() for p in trainable(ctx.model)]
+        else:
+            self.sub_stale += 1
+        if self.variant == "loss_proxy" or self.sub_stale < self.cfg.patience:
+            return False
+        self._record(ctx)
+        self.sub_epochs = 0  # recorded: finish() must not record it again
+        if self.subproblem >= self.cfg.max_subproblems:
+            return True
+        # next projection: theta_prev <- the sub-problem's best weights; proxies re-initialised (Alg. 1)
+        self.theta_prev = self.sub_best_weights
+        self.lam = self.cfg.lambda_
+        with torch.no_grad():
+            self.rho_star = self.references(ctx.model)
+        rows = [np.flatnonzero(ctx.data.train_labels == c) for c in range(self.num_classes)]
+        self._select_anchors(ctx, rows)
+        self.sub_best, self.sub_stale = -float("inf"), 0
+        return False
+
+    def finish(self, ctx):
+        if self.variant != "batch" and self.sub_epochs > 0:
+            self._record(ctx)
+
+    # ----------------------------------------------------------------- helpers
+    def _embed_rows(self, ctx, rows: np.ndarray) -> torch.Tensor:
+        inputs = torch.stack([ctx.data.train[int(i)][0] for i in rows]).to(ctx.device)
+        ctx.model.eval()
+        with torch.no_grad():
+            out = ctx.model(inputs)
+        ctx.model.train()
+        return out
+
+    def _select_anchors(self, ctx, rows_per_class: list[np.ndarray]) -> None:
+        """Greedy K-center per class over a pool of b random samples (CCP Alg. 2)."""
+        k, b = self.cfg.proxies_per_class, self.cfg.pool_size
+        chosen = []
+        for c, rows in enumerate(rows_per_class):
+            pool_rows = np.random.choice(rows, b, replace=len(rows) < b)
+            pool = self._embed_rows(ctx, pool_rows)
+            old = self.rho_star[self.anchor_labels == c]
+            picked = greedy_k_center(pool, old, k)
+            chosen.append((pool_rows[picked], pool[picked]))
+        anchor_rows = np.concatenate([r for r, _ in chosen])
+        new = torch.cat([e for _, e in chosen])
+        if self.variant == "sample_ccp":
+            self.anchor_inputs = torch.stack([ctx.data.train[int(i)][0] for i in anchor_rows]).to(ctx.device)
+        else:
+            with torch.no_grad():
+                self.proxies.copy_(new)
+            ctx.optimizer.state.pop(self.proxies, None)  # a new sub-problem: fresh optimiser moments
+        self.subproblem += 1
+        self.initial_radius = self._radius(ctx)
+
+    def _radius(self, ctx) -> torch.Tensor:
+        """Per-class covering radius of the current anchors over the training set (current network)."""
+        emb = torch.as_tensor(ctx.embed(ctx.data.train))
+        with torch.no_grad():
+            refs = self.references(ctx.model).cpu()
+        return covering_radius(emb, torch.as_tensor(ctx.data.train_labels), refs, self.anchor_labels.cpu())
+
+    def _record(self, ctx) -> None:
+        """One diagnostics row for the sub-problem that just ended (Fig. 4b, Prop. 4.2)."""
+        radius = self._radius(ctx)
+        row = {
+            "subproblem": self.subproblem,
+            "epochs": self.sub_epochs,
+            "steps": self.sub_epochs * ctx.cfg.steps_per_epoch,
+            "best_val_map_at_r": self.sub_best,
+            "initial_radius_max": float(self.initial_radius.max()),
+            "initial_radius_mean": float(self.initial_radius.mean()),
+            "covering_radius_max": float(radius.max()),
+            "covering_radius_mean": float(radius.mean()),
+            "lambda": self.lam,
+        }
+        self.diagnostics.append(row)
+        log.info("sub-problem %d: %d epochs, best val MAP@R %.4f, covering radius max %.3f mean %.3f "
+                 "(after K-center: %.3f, %.3f)", row["subproblem"], row["epochs"], row["best_val_map_at_r"],
+                 row["covering_radius_max"], row["covering_radius_mean"], row["initial_radius_max"],
+                 row["initial_radius_mean"])

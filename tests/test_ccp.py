@@ -1,0 +1,255 @@
+"""CCP: K-center, the projection regulariser, Lipschitz normalisation, the losses against proxies,
+and the outer loop on the tiny data set."""
+
+import math
+
+import numpy as np
+import pytest
+import torch
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from pipeline.config import CCPConfig, ParamsError, params_from_dict
+from pipeline.experiment import train_fold
+from pipeline.losses.pair_losses import build_pair_loss
+from pipeline.methods.ccp import CCPObjective, projection_penalty
+from pipeline.methods.kcenter import covering_radius, greedy_k_center
+from pipeline.models.embedder import normalize_embeddings
+from tests.conftest import merge
+
+CPU = torch.device("cpu")
+
+
+# ------------------------------------------------------------------ K-center (Algorithm 2)
+
+def brute_force_k_center(pool, centres, k):
+    picked = []
+    for _ in range(k):
+        best, best_score = None, -1.0
+        for i in range(len(pool)):
+            if i in picked:
+                continue
+            others = [centres[j] for j in range(len(centres))] + [pool[j] for j in picked]
+            score = min((math.dist(pool[i], o) for o in others), default=math.inf)
+            if score > best_score:
+                best, best_score = i, score
+        picked.append(best)
+    return picked
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.integers(0, 10_000), st.integers(1, 12), st.integers(0, 4))
+def test_k_center_matches_brute_force(seed, pool_size, num_centres):
+    rng = np.random.default_rng(seed)
+    pool = rng.normal(size=(pool_size, 3))
+    centres = rng.normal(size=(num_centres, 3))
+    k = int(rng.integers(1, pool_size + 1))
+    got = greedy_k_center(torch.tensor(pool), torch.tensor(centres), k)
+    assert got == brute_force_k_center(pool.tolist(), centres.tolist(), k)
+
+
+def test_k_center_hand_built():
+    pool = torch.tensor([[0.0, 0.0], [1.0, 0.0], [5.0, 0.0], [2.0, 0.0]])
+    old = torch.tensor([[0.1, 0.0]])
+    # farthest from the old proxy: 5; then farthest from {0.1, 5}: 2 (distance 1.9 vs 0.9 for 1)
+    assert greedy_k_center(pool, old, 2) == [2, 3]
+
+
+def test_pool_of_proxy_size_is_random_selection():
+    """b = #proxy: every pool row is taken, whatever the geometry: the pool's random draw decides."""
+    pool = torch.randn(5, 4)
+    assert sorted(greedy_k_center(pool, torch.randn(3, 4), 5)) == [0, 1, 2, 3, 4]
+
+
+def test_covering_radius_hand_computed():
+    emb = torch.tensor([[0.0, 0.0], [3.0, 0.0], [0.0, 10.0], [0.0, 11.0]])
+    labels = torch.tensor([0, 0, 1, 1])
+    centres = torch.tensor([[1.0, 0.0], [0.0, 10.0], [0.0, 0.0]])
+    centre_labels = torch.tensor([0, 1, 1])
+    # class 0: distances to (1,0): 1, 2 -> 2; class 1: nearest of (0,10),(0,0): 0, 1 -> 1
+    assert covering_radius(emb, labels, centres, centre_labels).tolist() == [2.0, 1.0]
+
+
+# ------------------------------------------------------------------ normalisation
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.floats(-3, 3), min_size=3, max_size=3))
+def test_lipschitz_normalisation(v):
+    x = torch.tensor([v], dtype=torch.float64)
+    y = normalize_embeddings(x, "lipschitz")
+    norm = float(x.norm())
+    if norm <= 1:
+        assert torch.equal(y, x)  # identity inside the unit ball
+    else:
+        assert torch.allclose(y, x / norm) and float(y.norm()) == pytest.approx(1.0)
+    assert torch.allclose(normalize_embeddings(y, "lipschitz"), y)  # idempotent
+
+
+def test_lipschitz_is_continuous_at_the_sphere():
+    x = torch.tensor([[0.6, 0.8]]) * torch.tensor([[0.999], [1.0], [1.001]])
+    y = normalize_embeddings(x, "lipschitz")
+    assert torch.allclose(y[0], x[0]) and torch.allclose(y[1], y[2], atol=2e-3)
+
+
+# ------------------------------------------------------------------ losses against proxies
+
+# two samples, two proxies (one per class), worked out by hand:
+# Euclidean d(e, p): e1-p0 sqrt(0.8), e1-p1 sqrt(2), e2-p0 sqrt(0.4), e2-p1 2
+# cosine s(e, p):   e1-p0 0.6,       e1-p1 0,       e2-p0 0.8,       e2-p1 -1
+EMB = torch.tensor([[1.0, 0.0], [0.0, 1.0]])
+LAB = torch.tensor([0, 1])
+REF = torch.tensor([[0.6, 0.8], [0.0, -1.0]])
+REF_LAB = torch.tensor([0, 1])
+
+
+def loss_cfg(**over):
+    cfg = CCPConfig()
+    cfg.c1.neg_margin = 0.5
+    cfg.c2.alpha, cfg.c2.beta = 0.3, 0.7
+    cfg.triplet.margin = 0.5
+    cfg.ms.alpha, cfg.ms.beta, cfg.ms.base = 2.0, 40.0, 0.5
+    return cfg
+
+
+def against_proxies(name):
+    return float(build_pair_loss(name, loss_cfg())(EMB, LAB, ref_emb=REF, ref_labels=REF_LAB))
+
+
+def test_c1_against_proxies():
+    pos = ((1 - 0.6) + (1 - (-1))) / 2  # (1 - s) on positive pairs
+    neg = (max(0.0, 0 - 0.5) + max(0.0, 0.8 - 0.5)) / 2  # (s - m)_+ on negative pairs
+    assert against_proxies("c1") == pytest.approx(pos + neg)
+
+
+def test_c2_against_proxies_is_eq_4_2():
+    alpha, beta = 0.3, 0.7
+
+    def ell(d, same):  # CCP eq. 4.2: (y_ij (d - beta) + alpha)_+
+        return max(0.0, (1 if same else -1) * (d - beta) + alpha)
+
+    pos = (ell(math.sqrt(0.8), True) + ell(2.0, True)) / 2
+    neg = (ell(math.sqrt(2.0), False) + ell(math.sqrt(0.4), False)) / 2
+    assert against_proxies("c2") == pytest.approx(pos + neg)
+
+
+def test_triplet_against_proxies():
+    m = 0.5
+    t1 = max(0.0, math.sqrt(0.8) - math.sqrt(2.0) + m)  # anchor e1: positive p0, negative p1
+    t2 = max(0.0, 2.0 - math.sqrt(0.4) + m)  # anchor e2: positive p1, negative p0
+    assert against_proxies("triplet") == pytest.approx((t1 + t2) / 2)
+
+
+def test_ms_against_proxies():
+    a, b, lam = 2.0, 40.0, 0.5
+
+    def anchor(s_pos, s_neg):  # Wang et al. 2019, eq. 7, one positive and one negative
+        return math.log1p(math.exp(-a * (s_pos - lam))) / a + math.log1p(math.exp(b * (s_neg - lam))) / b
+
+    assert against_proxies("ms") == pytest.approx((anchor(0.6, 0.0) + anchor(-1.0, 0.8)) / 2, rel=1e-5)
+
+
+def test_losses_also_work_in_batch():
+    for name in ("c1", "c2", "ms", "triplet"):
+        x = torch.nn.functional.normalize(torch.randn(8, 4), dim=1)
+        value = build_pair_loss(name, loss_cfg())(x, torch.tensor([0, 0, 1, 1, 2, 2, 3, 3]))
+        assert torch.isfinite(value) and value >= 0
+
+
+# ------------------------------------------------------------------ the regulariser
+
+def test_regulariser_gradient_is_lambda_times_displacement_and_spares_proxies():
+    torch.manual_seed(0)
+    model = torch.nn.Linear(3, 2)
+    cfg = CCPConfig(zero_lambda_first=False, lambda_=0.3, in_batch_weight=0.0)
+    objective = CCPObjective(cfg, "c2", "ccp", num_classes=2, embedding_dim=2)
+    objective.proxies.data = torch.randn(8, 2)
+    objective.theta_prev = [p.detach() + torch.randn_like(p) for p in model.parameters()]
+    x, y = torch.randn(4, 3), torch.tensor([0, 0, 1, 1])
+
+    def grads(lam):
+        objective.lam = lam
+        model.zero_grad(), objective.zero_grad()
+        objective.batch_loss(model, x, y).backward()
+        return [p.grad.clone() for p in model.parameters()], objective.proxies.grad.clone()
+
+    with_reg, proxies_with = grads(0.3)
+    without, proxies_without = grads(0.0)
+    for g1, g0, p, prev in zip(with_reg, without, model.parameters(), objective.theta_prev):
+        assert torch.allclose(g1 - g0, 0.3 * (p.detach() - prev), atol=1e-6)
+    assert torch.equal(proxies_with, proxies_without)
+    assert float(projection_penalty([torch.tensor([3.0])], [torch.tensor([1.0])], 0.5)) == pytest.approx(1.0)
+
+
+# ------------------------------------------------------------------ params
+
+@pytest.mark.parametrize("override,message", [
+    ({"proxies_per_class": 0}, "params.yaml: ccp.proxies_per_class: must be >= 1, got 0"),
+    ({"pool_size": 0}, "params.yaml: ccp.pool_size: must be >= 1, got 0"),
+    ({"lambda": -1e-4}, "params.yaml: ccp.lambda: must be >= 0.0, got -0.0001"),
+    ({"patience": 0}, "params.yaml: ccp.patience: must be >= 1, got 0"),
+    ({"lamda": 1e-4}, "params.yaml: ccp.lamda: unknown key"),
+    ({"pool_size": 2, "proxies_per_class": 3}, "params.yaml: ccp.pool_size: must be >= ccp.proxies_per_class"),
+    ({"variants": ["ccp", "fancy"]}, "params.yaml: ccp.variants: 'fancy' is not one of"),
+])
+def test_bad_ccp_params(tiny_dict, override, message):
+    with pytest.raises(ParamsError) as err:
+        params_from_dict(merge(tiny_dict, {"ccp": override}))
+    assert str(err.value).startswith(message)
+
+
+def test_lambda_keyword_loads(tiny_dict):
+    assert params_from_dict(merge(tiny_dict, {"ccp": {"lambda": 1e-10}})).ccp.lambda_ == 1e-10
+
+
+# ------------------------------------------------------------------ the outer loop
+
+@pytest.fixture
+def ccp_params(tiny_dict):
+    return params_from_dict(merge(tiny_dict, {
+        "train": {"max_epochs": 12, "patience": 12, "steps_per_epoch": 4},
+        "ccp": {"patience": 1, "proxies_per_class": 2, "pool_size": 4, "max_subproblems": 3},
+    }))
+
+
+def test_ccp_runs_subproblems_and_logs_diagnostics(ccp_params, tiny_data):
+    manifest, features = tiny_data
+    result = train_fold(ccp_params, "c2_ccp", 0, manifest, features, CPU)
+    rows = result.diagnostics
+    assert 2 <= len(rows) <= 3 and [r["subproblem"] for r in rows] == list(range(1, len(rows) + 1))
+    assert rows[0]["lambda"] == 0.0 and all(r["lambda"] == ccp_params.ccp.lambda_ for r in rows[1:])
+    assert all(r["steps"] == r["epochs"] * 4 and r["covering_radius_max"] >= r["covering_radius_mean"] > 0 for r in rows)
+    if len(rows) == 3:  # max_subproblems reached: training ended there
+        assert len(result.fit.history) - 1 == sum(r["epochs"] for r in rows)
+
+
+def test_loss_proxy_is_one_subproblem_and_batch_has_none(ccp_params, tiny_data):
+    manifest, features = tiny_data
+    assert len(train_fold(ccp_params, "c2_loss_proxy", 0, manifest, features, CPU).diagnostics) == 1
+    assert train_fold(ccp_params, "triplet_batch", 0, manifest, features, CPU).diagnostics == []
+
+
+def test_sample_based_ccp_trains(ccp_params, tiny_data):
+    manifest, features = tiny_data
+    result = train_fold(ccp_params, "ms_sample_ccp", 1, manifest, features, CPU)
+    assert np.isfinite(result.test_embeddings).all() and len(result.diagnostics) >= 1
+    assert float(np.linalg.norm(result.test_embeddings, axis=1).max()) <= 1 + 1e-5  # Lipschitz ball
+
+
+def test_reinitialised_proxies_come_from_the_pool(ccp_params, tiny_data):
+    """After K-center, every proxy equals the embedding of a training sample of its class."""
+    from pipeline.experiment import fold_rows, frozen_data
+    from pipeline.models.embedder import Embedder, build_head
+    from pipeline.training import TrainContext
+
+    manifest, features = tiny_data
+    data = frozen_data(features, fold_rows(manifest, 0))
+    model = Embedder(None, build_head(features.features.shape[1], 8, 0), "lipschitz")
+    objective = CCPObjective(ccp_params.ccp, "c1", "ccp", len(np.unique(data.train_labels)), 8)
+    optimizer = torch.optim.Adam(list(model.parameters()) + [objective.proxies])
+    ctx = TrainContext(model, optimizer, data, ccp_params.train, CPU)
+    objective.begin(ctx)
+    with torch.no_grad():
+        all_emb = model(data.train.tensors[0])
+    for proxy, label in zip(objective.proxies, objective.anchor_labels):
+        same = all_emb[torch.as_tensor(data.train_labels) == label]
+        assert torch.cdist(proxy[None], same).min() < 1e-5
