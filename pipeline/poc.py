@@ -2,10 +2,11 @@
 
 Seen-class setting: the bundled digits (8x8 pixels) split per class into
 training, validation and test images; a small MLP embeds them in 2-D with the
-Lipschitz normalisation (the unit disc). Two runs from the same seed with the
+Lipschitz normalisation (the unit disc). Runs from the same seed with the
 same loss, proxies per class and pool size: Loss-Proxy (one proxy-DML trained
-to convergence; the paper observes the proxies of a class coalesce) and CCP
-(Algorithm 1: re-initialised proxies, smaller covering radius).
+to convergence; the paper observes the proxies of a class coalesce), CCP
+(Algorithm 1: re-initialised proxies, smaller covering radius) and
+sample-based CCP (the paper's 98.06 vs 97.21 MAP@R comparison on MNIST).
 """
 
 from __future__ import annotations
