@@ -16,10 +16,11 @@ from pathlib import Path
 
 import torch
 from torch import nn
-from torchvision import models as tv_models
-from torchvision import transforms as T
 
 from pipeline.config import BackboneConfig
+
+# torchvision is imported inside the functions that need it: frozen-mode training never does,
+# and its import costs more than a second per stage process.
 
 log = logging.getLogger(__name__)
 
@@ -84,6 +85,8 @@ def build_backbone(cfg: BackboneConfig) -> nn.Module | None:
         if cfg.weights:
             _load_weights(model, cfg.weights)
         return model
+    from torchvision import models as tv_models
+
     if cfg.name not in tv_models.list_models(module=tv_models):
         raise BackboneError(
             f"backbone.name: unknown backbone {cfg.name!r} (valid: {', '.join(BUILTIN)} "
@@ -105,8 +108,10 @@ def describe_backbone(cfg: BackboneConfig) -> str:
     return f"{cfg.name} ({weights})"
 
 
-def eval_transform(cfg: BackboneConfig) -> T.Compose:
+def eval_transform(cfg: BackboneConfig):
     """Deterministic transform used for the embedding cache, validation and test."""
+    from torchvision import transforms as T
+
     if cfg.name == "pixels":
         return T.Compose([T.Grayscale(1), T.ToTensor()])
     return T.Compose([
@@ -117,8 +122,10 @@ def eval_transform(cfg: BackboneConfig) -> T.Compose:
     ])
 
 
-def train_transform(cfg: BackboneConfig, pad: int) -> T.Compose:
+def train_transform(cfg: BackboneConfig, pad: int):
     """Eval transform plus a random shift (zero padding, random crop of the original size)."""
+    from torchvision import transforms as T
+
     base = eval_transform(cfg)
     steps = list(base.transforms)
     crop = _PadCrop(pad)
@@ -145,6 +152,8 @@ class _PadCrop(nn.Module):
         self.pad = pad
 
     def forward(self, x):
+        from torchvision.transforms import RandomCrop
+
         if self.pad == 0:
             return x
-        return T.RandomCrop(x.shape[-2:], padding=self.pad)(x)
+        return RandomCrop(x.shape[-2:], padding=self.pad)(x)
