@@ -134,6 +134,54 @@ class ProxyAnchorConfig(MethodConfig):
 
 
 @dataclass
+class DANMLConfig(MethodConfig):
+    """DANML (ANML eq. 22) with the multi-similarity pair mining the paper adopts ([26]).
+
+    Defaults: the middle of the paper's search ranges (gamma1 in {-1,-2,-3}, gamma2 in {25,30,35},
+    lambda1 in {0.5,...,0.65}, lambda2 = lambda1 + sigma with sigma in {0.01,0.02,0.03}).
+    """
+
+    gamma1: float = param(-2.0, lt=0.0)
+    gamma2: float = param(30.0, gt=0.0)
+    lambda1: float = param(0.55, ge=0.0, le=2.0)
+    sigma: float = param(0.02, ge=0.0)
+    outer: str = param("logistic", choices=["logistic", "linear"])
+    miner_epsilon: float = param(0.1, ge=0.0)
+
+
+@dataclass
+class LiftedConfig(MethodConfig):
+    """Lifted structure loss, ANML eq. 23: [log sum_pos e^{-S} + log sum_neg e^{S} + m]_+ (library loss)."""
+
+    margin: float = param(0.5)
+
+
+@dataclass
+class ImprovedLiftedConfig(MethodConfig):
+    """ANML eq. 25. The paper gives no values for Table 3; these defaults are ours (soft min/max at
+    gamma 10, radii lambda1 for positives and lambda2 for negatives on cosine similarity)."""
+
+    gamma1: float = param(10.0, gt=0.0)
+    gamma2: float = param(10.0, gt=0.0)
+    lambda1: float = param(0.8, ge=-1.0, le=1.0)
+    lambda2: float = param(0.3, ge=-1.0, le=1.0)
+    margin: float = param(0.1)
+
+
+@dataclass
+class NPairConfig(MethodConfig):
+    """N-pair loss (Sohn 2016; ANML eq. 30), pytorch-metric-learning."""
+
+
+@dataclass
+class ImprovedNPairConfig(MethodConfig):
+    """ANML eq. 31. gamma and lambda are not given for Table 3; these defaults are ours."""
+
+    gamma: float = param(2.0, gt=0.0)
+    lambda_: float = param(0.1, ge=0.0)
+
+
+@dataclass
 class C1Config:
     """C1: contrastive on cosine similarity (XBM style); negatives penalised above neg_margin."""
 
@@ -213,6 +261,11 @@ class Params:
     eval: EvalConfig = field(default_factory=EvalConfig)
     ms: MultiSimilarityConfig = field(default_factory=MultiSimilarityConfig)
     proxy_anchor: ProxyAnchorConfig = field(default_factory=ProxyAnchorConfig)
+    danml: DANMLConfig = field(default_factory=DANMLConfig)
+    lifted: LiftedConfig = field(default_factory=LiftedConfig)
+    anml_lifted: ImprovedLiftedConfig = field(default_factory=ImprovedLiftedConfig)
+    npair: NPairConfig = field(default_factory=NPairConfig)
+    anml_npair: ImprovedNPairConfig = field(default_factory=ImprovedNPairConfig)
     ccp: CCPConfig = field(default_factory=lambda: CCPConfig(embedding_norm="lipschitz"))
     poc: PocConfig = field(default_factory=PocConfig)
     report: ReportConfig = field(default_factory=ReportConfig)

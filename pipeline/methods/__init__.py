@@ -9,12 +9,18 @@ Runs are named after what they train:
 
 from __future__ import annotations
 
-from pipeline.methods.baselines import build_multi_similarity, build_proxy_anchor
+from pipeline.methods.baselines import (build_anml_lifted, build_anml_npair, build_danml, build_lifted,
+                                       build_multi_similarity, build_npair, build_proxy_anchor)
 from pipeline.methods.ccp import VARIANTS, CCPObjective
 
 BASELINES = {
     "ms": build_multi_similarity,
     "proxy_anchor": build_proxy_anchor,
+    "danml": build_danml,
+    "lifted": build_lifted,
+    "anml_lifted": build_anml_lifted,
+    "npair": build_npair,
+    "anml_npair": build_anml_npair,
 }
 
 

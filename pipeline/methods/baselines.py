@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
-from pytorch_metric_learning import losses, miners
+from pytorch_metric_learning import distances, losses, miners, reducers
 
-from pipeline.config import MultiSimilarityConfig, ProxyAnchorConfig
+from pipeline.config import (DANMLConfig, ImprovedLiftedConfig, ImprovedNPairConfig, LiftedConfig,
+                             MultiSimilarityConfig, NPairConfig, ProxyAnchorConfig)
+from pipeline.losses.anml import DANMLLoss, ImprovedLiftedLoss, ImprovedNPairLoss
 from pipeline.methods.objective import Objective
 
 
@@ -22,3 +24,30 @@ def build_proxy_anchor(cfg: ProxyAnchorConfig, num_classes: int, embedding_dim: 
         losses.ProxyAnchorLoss(num_classes, embedding_dim, margin=cfg.margin, alpha=cfg.alpha),
         lr=cfg.proxy_lr,
     )
+
+
+def build_danml(cfg: DANMLConfig, num_classes: int, embedding_dim: int) -> Objective:
+    """DANML (ANML eq. 22) with multi-similarity pair mining, as the paper trains it."""
+    return Objective(
+        DANMLLoss(cfg.gamma1, cfg.gamma2, cfg.lambda1, cfg.lambda1 + cfg.sigma, cfg.outer),
+        miners.MultiSimilarityMiner(epsilon=cfg.miner_epsilon),
+    )
+
+
+def build_lifted(cfg: LiftedConfig, num_classes: int, embedding_dim: int) -> Objective:
+    """Lifted structure (ANML eq. 23) = GeneralizedLiftedStructureLoss on cosine similarity."""
+    return Objective(losses.GeneralizedLiftedStructureLoss(neg_margin=-cfg.margin, pos_margin=0.0,
+                                                           distance=distances.CosineSimilarity(),
+                                                           reducer=reducers.MeanReducer()))
+
+
+def build_anml_lifted(cfg: ImprovedLiftedConfig, num_classes: int, embedding_dim: int) -> Objective:
+    return Objective(ImprovedLiftedLoss(cfg.gamma1, cfg.gamma2, cfg.lambda1, cfg.lambda2, cfg.margin))
+
+
+def build_npair(cfg: NPairConfig, num_classes: int, embedding_dim: int) -> Objective:
+    return Objective(losses.NPairsLoss())
+
+
+def build_anml_npair(cfg: ImprovedNPairConfig, num_classes: int, embedding_dim: int) -> Objective:
+    return Objective(ImprovedNPairLoss(cfg.gamma, cfg.lambda_))
