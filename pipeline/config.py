@@ -231,6 +231,53 @@ class CCPConfig(MethodConfig):
 
 
 @dataclass
+class ContrastiveConfig:
+    """PROFS eq. 4.6: [d - eps+]_+ on positives, [eps- - d]_+ on negatives (Euclidean)."""
+
+    pos_margin: float = param(0.0, ge=0.0)
+    neg_margin: float = param(0.8, gt=0.0)
+
+
+@dataclass
+class MarginLossConfig:
+    """Margin loss (Wu et al. 2017): beta the boundary, margin the half-gap (Euclidean)."""
+
+    margin: float = param(0.2, ge=0.0)
+    beta: float = param(1.2, gt=0.0)
+
+
+@dataclass
+class LiftedLossConfig:
+    neg_margin: float = param(1.0, gt=0.0)
+
+
+@dataclass
+class AngularConfig:
+    alpha: float = param(40.0, gt=0.0, lt=90.0)
+
+
+@dataclass
+class PROFSConfig(MethodConfig):
+    """PROFS (Algorithm 1) with and without hard negative class mining; see pipeline/methods/profs.py."""
+
+    losses: list[str] = param(["contrastive", "triplet", "ms"],
+                              choices=["contrastive", "triplet", "margin", "ms", "lifted", "angular"])
+    variants: list[str] = param(["plain", "profs", "profs_hncm"], choices=["plain", "profs", "profs_hncm"])
+    lambda_: float = param(1e-3, ge=0.0)
+    # M, the steps per projection: "derived" = ceil(rho / p(y)), p(y) = B / (I L) (section 5.4.1); or "fixed" = m
+    m_mode: str = param("derived", choices=["derived", "fixed"])
+    m: int = param(30, ge=1)
+    rho: float = param(6.0, gt=0.0)
+    hard_classes: int = param(1, ge=1)
+    contrastive: ContrastiveConfig = field(default_factory=ContrastiveConfig)
+    triplet: TripletConfig = field(default_factory=lambda: TripletConfig(margin=0.1))
+    margin: MarginLossConfig = field(default_factory=MarginLossConfig)
+    ms: MSLossConfig = field(default_factory=lambda: MSLossConfig(alpha=2.0, beta=50.0, base=0.5))
+    lifted: LiftedLossConfig = field(default_factory=LiftedLossConfig)
+    angular: AngularConfig = field(default_factory=AngularConfig)
+
+
+@dataclass
 class PocConfig:
     """CCP's 2-D proof of concept (Fig. 2): ten digit classes, 4 proxies per class, b = 16."""
 
@@ -267,6 +314,7 @@ class Params:
     npair: NPairConfig = field(default_factory=NPairConfig)
     anml_npair: ImprovedNPairConfig = field(default_factory=ImprovedNPairConfig)
     ccp: CCPConfig = field(default_factory=lambda: CCPConfig(embedding_norm="lipschitz"))
+    profs: PROFSConfig = field(default_factory=PROFSConfig)
     poc: PocConfig = field(default_factory=PocConfig)
     report: ReportConfig = field(default_factory=ReportConfig)
 
@@ -340,9 +388,11 @@ def _check_consistency(p: Params, source: str) -> None:
         raise ParamsError(f"{source}: poc.pool_size: must be >= poc.proxies_per_class")
     if p.ccp.c2.beta < p.ccp.c2.alpha:
         raise ParamsError(f"{source}: ccp.c2.beta: must be >= ccp.c2.alpha (eq. 4.2 needs beta >= alpha > 0)")
-    for key in ("losses", "variants"):
-        if len(set(getattr(p.ccp, key))) != len(getattr(p.ccp, key)):
-            raise ParamsError(f"{source}: ccp.{key}: duplicate names")
+    for section in ("ccp", "profs"):
+        for key in ("losses", "variants"):
+            values = getattr(getattr(p, section), key)
+            if len(set(values)) != len(values):
+                raise ParamsError(f"{source}: {section}.{key}: duplicate names")
     if len(p.backbone.mean) != p.backbone.channels or len(p.backbone.std) != p.backbone.channels:
         raise ParamsError(f"{source}: backbone.mean/std: need one value per channel ({p.backbone.channels})")
 

@@ -28,7 +28,7 @@ def main(params, args):
     runs = all_runs(params)
     if args.method not in runs:
         raise ParamsError(f"{source}: method {args.method!r} is not one of the configured runs "
-                          f"({', '.join(runs)}; see experiment.methods, ccp.losses, ccp.variants)")
+                          f"({', '.join(runs)}; see experiment.methods and the ccp and profs losses and variants)")
     if args.fold not in params.experiment.folds:
         raise ParamsError(f"{source}: experiment.folds: fold {args.fold} is not listed")
     features = FeatureCache.load(f"{args.features}/features.npz") if params.train.mode == "frozen" else None

@@ -14,12 +14,13 @@ ROOT = Path(__file__).resolve().parents[1]
 
 # A configuration small enough for CPU tests: 16 classes (8 train / 8 test), 2 folds, short training.
 TINY_OVERRIDES = {
-    "experiment": {"folds": [0, 1]},
+    "experiment": {"methods": ["ms", "proxy_anchor"], "folds": [0, 1]},
     "data": {"num_classes": 16, "images_per_class": 8},
     "train": {"embedding_dim": 8, "head_hidden": 16, "classes_per_batch": 2, "images_per_class": 4,
               "steps_per_epoch": 3, "max_epochs": 3, "patience": 2},
     "eval": {"kmeans_niter": 5},
     "ccp": {"losses": ["c2"], "variants": ["loss_proxy", "ccp"], "proxies_per_class": 2, "pool_size": 3},
+    "profs": {"losses": ["ms"], "variants": ["plain", "profs_hncm"]},
     "poc": {"max_epochs": 3, "max_subproblems": 2, "hidden": 8},
 }
 

@@ -29,7 +29,7 @@ def test_scientific_notation_loads_as_float(tmp_path, tiny_dict, text, value):
     ({"train": {"patience": 0}}, "params.yaml: train.patience: must be >= 1, got 0"),
     ({"train": {"mode": "frozenn"}}, "params.yaml: train.mode: 'frozenn' is not one of"),
     ({"train": {"lr": float("nan")}}, "params.yaml: train.lr: must be finite"),
-    ({"experiment": {"methods": ["ms", "nope"]}}, "params.yaml: experiment.methods: unknown method 'nope' (valid: ms, proxy_anchor)"),
+    ({"experiment": {"methods": ["ms", "nope"]}}, "params.yaml: experiment.methods: unknown method 'nope' (valid: anml_lifted, anml_npair, danml, lifted, ms, npair, proxy_anchor)"),
     ({"experiment": {"folds": [0, 2]}}, "params.yaml: experiment.folds:"),
     ({"eval": {"recall_at": [0, 1]}}, "params.yaml: eval.recall_at:"),
 ])

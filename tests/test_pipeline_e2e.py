@@ -48,14 +48,16 @@ def repo(tmp_path_factory):
 def test_repro_builds_every_output(repo):
     out = sh(DVC + ["repro"], repo)
     expected = {"prepare", "embed", "poc", "report", "evaluate@ms", "evaluate@proxy_anchor",
-                "evaluate_ccp@c2-loss_proxy", "evaluate_ccp@c2-ccp"}
+                "evaluate_ccp@c2-loss_proxy", "evaluate_ccp@c2-ccp", "evaluate_profs@ms-plain",
+                "evaluate_profs@ms-profs_hncm"}
+    expected |= {f"train_profs@ms-{v}-{f}" for v in ("plain", "profs_hncm") for f in (0, 1)}
     expected |= {f"train@{m}-{f}" for m in ("ms", "proxy_anchor") for f in (0, 1)}
     expected |= {f"train_ccp@c2-{v}-{f}" for v in ("loss_proxy", "ccp") for f in (0, 1)}
     assert stages_run(out) == expected
     results = (repo / "reports" / "results.md").read_text()
     assert (repo / "reports" / "figures" / "ccp_poc.png").stat().st_size > 10_000
     assert "c2_ccp, fold 0" in (repo / "reports" / "ccp_subproblems.md").read_text()
-    for method in ("ms", "proxy_anchor", "c2_loss_proxy", "c2_ccp"):
+    for method in ("ms", "proxy_anchor", "c2_loss_proxy", "c2_ccp", "ms_plain", "ms_profs_hncm"):
         assert f"| {method} | separated-8D |" in results and f"| {method} | concatenated-16D |" in results
         assert (repo / "reports" / "train_logs" / method / "fold-1.csv").read_text().startswith("epoch,")
     assert "pixels (raw grey intensities" in results

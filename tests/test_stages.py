@@ -56,7 +56,7 @@ def test_train_refuses_a_method_not_listed(tmp_path, tiny_dict, prepared):
                      "--out", str(out), "--log", str(tmp_path / "log.csv"))
     assert done.returncode == 2
     assert done.stderr.strip().splitlines()[-1].startswith(
-        "error: params.yaml: method 'foo' is not one of the configured runs (ms, proxy_anchor, c2_loss_proxy, c2_ccp;")
+        "error: params.yaml: method 'foo' is not one of the configured runs (ms, proxy_anchor, c2_loss_proxy, c2_ccp, ms_plain,")
     assert (out / "keep").read_text() == "earlier output"
 
 

@@ -4,14 +4,20 @@ one training loop.
 Runs are named after what they train:
 - baselines listed in ``experiment.methods`` (``ms``, ``proxy_anchor``), each with its own params section;
 - the CCP family ``<loss>_<variant>`` for every loss in ``ccp.losses`` and variant in ``ccp.variants``
-  (``c2_ccp``, ``c2_loss_proxy``, ``c2_batch``...), all configured by the ``ccp`` section.
+  (``c2_ccp``, ``c2_loss_proxy``, ``c2_batch``...), all configured by the ``ccp`` section;
+- the PROFS family ``<loss>_<variant>`` for ``profs.losses`` x ``profs.variants``
+  (``ms_profs``, ``ms_profs_hncm``, ``ms_plain``...), configured by the ``profs`` section.
+The two families' variant names differ, so a run name says which family it belongs to.
 """
 
 from __future__ import annotations
 
 from pipeline.methods.baselines import (build_anml_lifted, build_anml_npair, build_danml, build_lifted,
                                        build_multi_similarity, build_npair, build_proxy_anchor)
-from pipeline.methods.ccp import VARIANTS, CCPObjective
+from pipeline.methods.ccp import VARIANTS as CCP_VARIANTS
+from pipeline.methods.ccp import CCPObjective
+from pipeline.methods.profs import VARIANTS as PROFS_VARIANTS
+from pipeline.methods.profs import PROFSObjective
 
 BASELINES = {
     "ms": build_multi_similarity,
@@ -28,15 +34,28 @@ def ccp_runs(params) -> list[str]:
     return [f"{loss}_{variant}" for loss in params.ccp.losses for variant in params.ccp.variants]
 
 
+def profs_runs(params) -> list[str]:
+    return [f"{loss}_{variant}" for loss in params.profs.losses for variant in params.profs.variants]
+
+
 def all_runs(params) -> list[str]:
     """Every run the pipeline trains and reports, in report order."""
-    return list(params.experiment.methods) + ccp_runs(params)
+    return list(params.experiment.methods) + ccp_runs(params) + profs_runs(params)
+
+
+def _parse(name: str, variants) -> tuple[str, str] | None:
+    loss, _, variant = name.partition("_")
+    return (loss, variant) if variant in variants else None
 
 
 def parse_ccp_run(name: str) -> tuple[str, str] | None:
     """(loss, variant) of a CCP-family run name, or None."""
-    loss, _, variant = name.partition("_")
-    return (loss, variant) if variant in VARIANTS else None
+    return _parse(name, CCP_VARIANTS)
+
+
+def parse_profs_run(name: str) -> tuple[str, str] | None:
+    """(loss, variant) of a PROFS-family run name, or None."""
+    return _parse(name, PROFS_VARIANTS)
 
 
 def run_config(params, name: str):
@@ -45,6 +64,8 @@ def run_config(params, name: str):
         return getattr(params, name)
     if parse_ccp_run(name):
         return params.ccp
+    if parse_profs_run(name):
+        return params.profs
     raise ValueError(f"unknown method {name!r}")
 
 
@@ -52,7 +73,10 @@ def build_objective(params, name: str, num_classes: int, embedding_dim: int):
     """The objective of run `name`."""
     if name in BASELINES:
         return BASELINES[name](getattr(params, name), num_classes, embedding_dim)
-    parsed = parse_ccp_run(name)
-    if parsed is None:
-        raise ValueError(f"unknown method {name!r} (valid: {', '.join(sorted(BASELINES))} or <loss>_<variant>)")
-    return CCPObjective(params.ccp, *parsed, num_classes, embedding_dim)
+    if parse_ccp_run(name):
+        return CCPObjective(params.ccp, *parse_ccp_run(name), num_classes, embedding_dim)
+    if parse_profs_run(name):
+        t = params.train
+        return PROFSObjective(params.profs, *parse_profs_run(name), num_classes,
+                              t.classes_per_batch * t.images_per_class, t.images_per_class)
+    raise ValueError(f"unknown method {name!r} (valid: {', '.join(sorted(BASELINES))} or <loss>_<variant>)")

@@ -1,0 +1,135 @@
+"""PROFS: alternating projections with class representatives (PROFS Algorithm 1, section 4).
+
+Each projection k samples one representative per class (the set R); for M
+steps every batch is a set of examples E from the usual sampler plus the
+representatives R' of the classes in E (and, with hard negative class mining,
+of their nearest other classes), and minimises the loss over
+representative-example pairs plus lambda/2 ||theta - theta^(k)||^2 (eq. 4.7);
+then theta^(k) <- theta and a new R is drawn. Pairs between two examples are
+not used (for lifted and MS: "ignoring the pairwise terms between the
+non-representative samples", section 5.3); the representatives are the anchors
+and the examples the references of pytorch-metric-learning's losses.
+
+M is either fixed or derived as M = ceil(rho / p(y)) with p(y) = B / (I L),
+the probability that a class appears in a batch of B = (classes per batch x I)
+examples out of L classes (section 5.4.1, rho = 6).
+
+HNCM (section 4.2): the embeddings of the representatives are kept per class
+and refreshed whenever a representative is in a batch; for every class of the
+batch the ``profs.hard_classes`` classes whose stored embeddings are nearest
+join R' (an O(L) scan per class, no pass over the data). Choice: the store is
+filled once at the start with the first representatives' embeddings (L
+forward passes) and keeps a class's last embedding across projections.
+
+Variants: ``plain`` (the same loss on ordinary batches, the baseline),
+``profs`` and ``profs_hncm``.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import torch
+from pytorch_metric_learning import distances, losses
+
+from pipeline.methods.ccp import projection_penalty, trainable
+from pipeline.methods.objective import Objective
+
+VARIANTS = ("plain", "profs", "profs_hncm")
+LOSSES = ("contrastive", "triplet", "margin", "ms", "lifted", "angular")
+
+
+def projection_steps(rho: float, batch_size: int, images_per_class: int, num_classes: int) -> int:
+    """M = ceil(rho / p(y)), p(y) = B / (I L) (PROFS section 5.4.1)."""
+    return max(1, math.ceil(round(rho * images_per_class * num_classes / batch_size, 9)))
+
+
+def hard_negative_classes(memory: torch.Tensor, classes: torch.Tensor, k: int) -> torch.Tensor:
+    """For each class in `classes`, the `k` other classes whose stored embeddings are nearest."""
+    d = torch.cdist(memory[classes], memory)
+    d[torch.arange(len(classes)), classes] = float("inf")  # not itself
+    return torch.topk(d, k=min(k, len(memory) - 1), largest=False).indices
+
+
+def build_profs_loss(name: str, cfg):
+    """pytorch-metric-learning losses with the PROFS section's settings (Euclidean on normalised embeddings)."""
+    euclidean = distances.LpDistance(normalize_embeddings=False)
+    if name == "contrastive":  # PROFS eq. 4.6: [d - eps+]_+ for positives, [eps- - d]_+ for negatives
+        return losses.ContrastiveLoss(pos_margin=cfg.contrastive.pos_margin, neg_margin=cfg.contrastive.neg_margin,
+                                      distance=euclidean)
+    if name == "triplet":
+        return losses.TripletMarginLoss(margin=cfg.triplet.margin, distance=euclidean)
+    if name == "margin":
+        return losses.MarginLoss(margin=cfg.margin.margin, beta=cfg.margin.beta, distance=euclidean)
+    if name == "ms":
+        return losses.MultiSimilarityLoss(alpha=cfg.ms.alpha, beta=cfg.ms.beta, base=cfg.ms.base)
+    if name == "lifted":
+        return losses.GeneralizedLiftedStructureLoss(neg_margin=cfg.lifted.neg_margin, pos_margin=0.0,
+                                                     distance=euclidean)
+    if name == "angular":
+        return losses.AngularLoss(alpha=cfg.angular.alpha)
+    raise ValueError(f"unknown PROFS loss {name!r} (valid: {', '.join(LOSSES)})")
+
+
+class PROFSObjective(Objective):
+    """One PROFS variant for one loss; see the module docstring."""
+
+    def __init__(self, cfg, loss: str, variant: str, num_classes: int, batch_size: int, images_per_class: int):
+        if variant not in VARIANTS:
+            raise ValueError(f"unknown PROFS variant {variant!r} (valid: {', '.join(VARIANTS)})")
+        super().__init__(build_profs_loss(loss, cfg))
+        self.cfg, self.variant, self.num_classes = cfg, variant, num_classes
+        self.m = cfg.m if cfg.m_mode == "fixed" else projection_steps(cfg.rho, batch_size, images_per_class, num_classes)
+        self.steps = 0
+        self.projection_starts: list[int] = []  # step at which each projection began
+        self.reps = np.zeros(num_classes, dtype=np.int64)  # training row of each class's representative
+        self.memory = torch.zeros(0)  # HNCM: last embedding of each class's representative
+        self.theta_k: list[torch.Tensor] = []
+        self.ctx = None
+
+    def begin(self, ctx):
+        if self.variant == "plain":
+            return
+        self.ctx = ctx
+        self.rows_per_class = [np.flatnonzero(ctx.data.train_labels == c) for c in range(self.num_classes)]
+        self._new_projection()
+        if self.variant == "profs_hncm":
+            ctx.model.eval()
+            with torch.no_grad():
+                self.memory = ctx.model(self._inputs(torch.arange(self.num_classes))).detach()
+            ctx.model.train()
+
+    def _new_projection(self) -> None:
+        """theta^(k) <- theta; a new representative per class (Alg. 1, outer repeat)."""
+        self.reps = np.array([np.random.choice(rows) for rows in self.rows_per_class])
+        self.theta_k = [p.detach().clone() for p in trainable(self.ctx.model)]
+        self.projection_starts.append(self.steps)
+
+    def _inputs(self, classes: torch.Tensor) -> torch.Tensor:
+        data = self.ctx.data.train
+        return torch.stack([data[int(self.reps[int(c)])][0] for c in classes]).to(self.ctx.device)
+
+    def representative_classes(self, labels: torch.Tensor) -> torch.Tensor:
+        """R': the batch's classes, plus their hard negative classes with HNCM."""
+        classes = torch.unique(labels).cpu()
+        if self.variant == "profs_hncm":
+            hard = hard_negative_classes(self.memory.cpu(), classes, self.cfg.hard_classes).flatten()
+            classes = torch.unique(torch.cat([classes, hard]))
+        return classes
+
+    def batch_loss(self, model, x, y):
+        if self.variant == "plain":
+            return self.loss(model(x), y)
+        if self.steps > 0 and self.steps % self.m == 0:
+            self._new_projection()
+        classes = self.representative_classes(y)
+        emb = model(torch.cat([self._inputs(classes), x]))
+        reps, examples = emb[: len(classes)], emb[len(classes):]
+        if self.variant == "profs_hncm":
+            self.memory[classes] = reps.detach().to(self.memory.device)
+        loss = self.loss(reps, classes.to(y.device), ref_emb=examples, ref_labels=y)  # (rep, example) pairs only
+        if self.cfg.lambda_ > 0:
+            loss = loss + projection_penalty(trainable(model), self.theta_k, self.cfg.lambda_)  # eq. 4.7
+        self.steps += 1
+        return loss
