@@ -257,11 +257,23 @@ class AngularConfig:
 
 
 @dataclass
+class SoftTripleConfig:
+    """SoftTriple (Qian et al. 2019), pytorch-metric-learning; centres have their own learning rate."""
+
+    centers_per_class: int = param(2, ge=1)
+    la: float = param(20.0, gt=0.0)
+    gamma: float = param(0.1, gt=0.0)
+    margin: float = param(0.01, ge=0.0)
+    center_lr: float = param(1e-2, gt=0.0)
+
+
+@dataclass
 class PROFSConfig(MethodConfig):
     """PROFS (Algorithm 1) with and without hard negative class mining; see pipeline/methods/profs.py."""
 
     losses: list[str] = param(["contrastive", "triplet", "ms"],
-                              choices=["contrastive", "triplet", "margin", "ms", "lifted", "angular"])
+                              choices=["contrastive", "triplet", "margin", "ms", "lifted", "angular", "npair",
+                                       "softtriple"])
     variants: list[str] = param(["plain", "profs", "profs_hncm"], choices=["plain", "profs", "profs_hncm"])
     lambda_: float = param(1e-3, ge=0.0)
     # M, the steps per projection: "derived" = ceil(rho / p(y)), p(y) = B / (I L) (section 5.4.1); or "fixed" = m
@@ -275,6 +287,7 @@ class PROFSConfig(MethodConfig):
     ms: MSLossConfig = field(default_factory=lambda: MSLossConfig(alpha=2.0, beta=50.0, base=0.5))
     lifted: LiftedLossConfig = field(default_factory=LiftedLossConfig)
     angular: AngularConfig = field(default_factory=AngularConfig)
+    softtriple: SoftTripleConfig = field(default_factory=SoftTripleConfig)
 
 
 @dataclass

@@ -43,7 +43,7 @@ def profs_setup(tiny_dict, tiny_data):
 
 def make_objective(params, data, model, variant):
     num_classes = len(np.unique(data.train_labels))
-    objective = PROFSObjective(params.profs, "ms", variant, num_classes, 8, 4)
+    objective = PROFSObjective(params.profs, "ms", variant, num_classes, 8, 8, 4)
     ctx = TrainContext(model, torch.optim.SGD(model.parameters(), lr=0.1), data, params.train, CPU)
     objective.begin(ctx)
     return objective
@@ -106,10 +106,40 @@ def test_bad_profs_params(tiny_dict, override, message):
     assert str(err.value).startswith(message)
 
 
-@pytest.mark.parametrize("loss", ["contrastive", "triplet", "margin", "ms", "lifted", "angular"])
+@pytest.mark.parametrize("loss", ["contrastive", "triplet", "margin", "ms", "lifted", "angular", "npair", "softtriple"])
 def test_every_profs_loss_trains(tiny_dict, tiny_data, loss):
     manifest, features = tiny_data
     params = params_from_dict(merge(tiny_dict, {"train": {"max_epochs": 2}, "profs": {"losses": [loss]}}))
     result = train_fold(params, f"{loss}_profs_hncm", 0, manifest, features, CPU)
     assert np.isfinite(result.test_embeddings).all()
     assert all(np.isfinite(h["train_loss"]) for h in result.fit.history[1:])
+
+
+def test_npair_with_representatives_hand_computed():
+    from pipeline.methods.profs import RepresentativeNPairLoss
+
+    reps = torch.tensor([[1.0, 0.0], [0.0, 1.0]])
+    examples = torch.tensor([[0.8, 0.6], [0.6, 0.8], [1.0, 0.0]])
+    labels = torch.tensor([0, 1, 5])  # class 5 has no representative in R': left out
+    logits = examples[:2] @ reps.T
+    expected = (-torch.log_softmax(logits, dim=1)[[0, 1], [0, 1]]).mean()
+    got = RepresentativeNPairLoss()(reps, torch.tensor([0, 1]), ref_emb=examples, ref_labels=labels)
+    assert float(got) == pytest.approx(float(expected))
+
+
+def test_softtriple_profs_is_the_loss_plus_the_step_regulariser(profs_setup):
+    params, data, model = profs_setup
+    num_classes = len(np.unique(data.train_labels))
+    objective = PROFSObjective(params.profs, "softtriple", "profs", num_classes, 8, 8, 4)
+    ctx = TrainContext(model, torch.optim.SGD(model.parameters(), lr=0.1), data, params.train, CPU)
+    objective.begin(ctx)
+    assert objective.m == 1
+    x, y = data.train.tensors[0][:8], torch.as_tensor(data.train_labels[:8])
+    with torch.no_grad():
+        for p in model.parameters():
+            p.add_(0.5)  # move away from theta^(k)
+    expected = objective.loss(model(x), y) + 0.5 * params.profs.lambda_ * sum(
+        ((p - q) ** 2).sum() for p, q in zip(model.parameters(), objective.theta_k))
+    assert float(objective.batch_loss(model, x, y).detach()) == pytest.approx(float(expected.detach()), rel=1e-5)
+    objective.batch_loss(model, x, y)
+    assert objective.projection_starts == [0, 1]  # a new theta^(k) every step

@@ -77,6 +77,6 @@ def build_objective(params, name: str, num_classes: int, embedding_dim: int):
         return CCPObjective(params.ccp, *parse_ccp_run(name), num_classes, embedding_dim)
     if parse_profs_run(name):
         t = params.train
-        return PROFSObjective(params.profs, *parse_profs_run(name), num_classes,
+        return PROFSObjective(params.profs, *parse_profs_run(name), num_classes, embedding_dim,
                               t.classes_per_batch * t.images_per_class, t.images_per_class)
     raise ValueError(f"unknown method {name!r} (valid: {', '.join(sorted(BASELINES))} or <loss>_<variant>)")

@@ -23,6 +23,14 @@ forward passes) and keeps a class's last embedding across projections.
 
 Variants: ``plain`` (the same loss on ordinary batches, the baseline),
 ``profs`` and ``profs_hncm``.
+
+Two losses need more than the pairing (section 5.3): N-pair pairs each example
+with the representatives of R' (its own class's representative is the
+positive, the others the negatives: a softmax over R'); SoftTriple has no
+representative pairing at all, so PROFS contributes only the regulariser, each
+step being its own sub-problem (M = 1, theta^(k) = the previous step's
+weights). Choice: SoftTriple keeps the ordinary batches in ``profs_hncm`` too
+(the paper mines with the cluster centres; not implemented).
 """
 
 from __future__ import annotations
@@ -37,7 +45,7 @@ from pipeline.methods.ccp import projection_penalty, trainable
 from pipeline.methods.objective import Objective
 
 VARIANTS = ("plain", "profs", "profs_hncm")
-LOSSES = ("contrastive", "triplet", "margin", "ms", "lifted", "angular")
+LOSSES = ("contrastive", "triplet", "margin", "ms", "lifted", "angular", "npair", "softtriple")
 
 
 def projection_steps(rho: float, batch_size: int, images_per_class: int, num_classes: int) -> int:
@@ -52,7 +60,19 @@ def hard_negative_classes(memory: torch.Tensor, classes: torch.Tensor, k: int) -
     return torch.topk(d, k=min(k, len(memory) - 1), largest=False).indices
 
 
-def build_profs_loss(name: str, cfg):
+class RepresentativeNPairLoss(torch.nn.Module):
+    """N-pair loss (Sohn 2016) with representatives as the positives: for every example, the
+    cross-entropy of its similarities to the representatives, its own class's being the target."""
+
+    def forward(self, reps, rep_labels, ref_emb=None, ref_labels=None):
+        if ref_emb is None:  # plain variant: the library's N-pair loss on the batch
+            return losses.NPairsLoss()(reps, rep_labels)
+        keep = torch.isin(ref_labels, rep_labels)
+        target = torch.searchsorted(rep_labels, ref_labels[keep])  # rep_labels is sorted (torch.unique)
+        return torch.nn.functional.cross_entropy(ref_emb[keep] @ reps.T, target)
+
+
+def build_profs_loss(name: str, cfg, num_classes: int = 0, embedding_dim: int = 0):
     """pytorch-metric-learning losses with the PROFS section's settings (Euclidean on normalised embeddings)."""
     euclidean = distances.LpDistance(normalize_embeddings=False)
     if name == "contrastive":  # PROFS eq. 4.6: [d - eps+]_+ for positives, [eps- - d]_+ for negatives
@@ -69,18 +89,32 @@ def build_profs_loss(name: str, cfg):
                                                      distance=euclidean)
     if name == "angular":
         return losses.AngularLoss(alpha=cfg.angular.alpha)
+    if name == "npair":
+        return RepresentativeNPairLoss()
+    if name == "softtriple":
+        t = cfg.softtriple
+        return losses.SoftTripleLoss(num_classes, embedding_dim, centers_per_class=t.centers_per_class,
+                                     la=t.la, gamma=t.gamma, margin=t.margin)
     raise ValueError(f"unknown PROFS loss {name!r} (valid: {', '.join(LOSSES)})")
 
 
 class PROFSObjective(Objective):
     """One PROFS variant for one loss; see the module docstring."""
 
-    def __init__(self, cfg, loss: str, variant: str, num_classes: int, batch_size: int, images_per_class: int):
+    def __init__(self, cfg, loss: str, variant: str, num_classes: int, embedding_dim: int, batch_size: int,
+                 images_per_class: int):
         if variant not in VARIANTS:
             raise ValueError(f"unknown PROFS variant {variant!r} (valid: {', '.join(VARIANTS)})")
-        super().__init__(build_profs_loss(loss, cfg))
+        super().__init__(build_profs_loss(loss, cfg, num_classes, embedding_dim),
+                         lr=cfg.softtriple.center_lr if loss == "softtriple" else None)
         self.cfg, self.variant, self.num_classes = cfg, variant, num_classes
-        self.m = cfg.m if cfg.m_mode == "fixed" else projection_steps(cfg.rho, batch_size, images_per_class, num_classes)
+        self.regulariser_only = loss == "softtriple"
+        if self.regulariser_only:
+            self.m = 1  # every step is a sub-problem; theta^(k) = the previous step's weights
+        elif cfg.m_mode == "fixed":
+            self.m = cfg.m
+        else:
+            self.m = projection_steps(cfg.rho, batch_size, images_per_class, num_classes)
         self.steps = 0
         self.projection_starts: list[int] = []  # step at which each projection began
         self.reps = np.zeros(num_classes, dtype=np.int64)  # training row of each class's representative
@@ -102,7 +136,8 @@ class PROFSObjective(Objective):
 
     def _new_projection(self) -> None:
         """theta^(k) <- theta; a new representative per class (Alg. 1, outer repeat)."""
-        self.reps = np.array([np.random.choice(rows) for rows in self.rows_per_class])
+        if not self.regulariser_only:
+            self.reps = np.array([np.random.choice(rows) for rows in self.rows_per_class])
         self.theta_k = [p.detach().clone() for p in trainable(self.ctx.model)]
         self.projection_starts.append(self.steps)
 
@@ -123,6 +158,9 @@ class PROFSObjective(Objective):
             return self.loss(model(x), y)
         if self.steps > 0 and self.steps % self.m == 0:
             self._new_projection()
+        if self.regulariser_only:  # SoftTriple-PROFS: the loss on the batch + the regulariser
+            self.steps += 1
+            return self.loss(model(x), y) + projection_penalty(trainable(model), self.theta_k, self.cfg.lambda_)
         classes = self.representative_classes(y)
         emb = model(torch.cat([self._inputs(classes), x]))
         reps, examples = emb[: len(classes)], emb[len(classes):]
