@@ -35,7 +35,8 @@ def main(params, args):
         "# Results\n\n" + context +
         "- runs: baselines `" + "`, `".join(params.experiment.methods) + "`; CCP family `<loss>_<variant>` "
         "(batch: the loss on in-batch pairs; loss_proxy: one proxy-DML, Loss-Proxy of CCP Fig. 4a; "
-        "ccp: Algorithm 1; sample_ccp: sample anchors)\n"
+        "ccp: Algorithm 1; sample_ccp: sample anchors); PROFS family `<loss>_<variant>` (plain: the loss on "
+        "ordinary batches; profs: Algorithm 1 with class representatives; profs_hncm: with hard negative class mining)\n"
         "- metrics in %; separated = mean ± sample std over the fold models; "
         "concatenated = the folds' L2-normalised embeddings concatenated; best per protocol in bold\n\n"
     )
