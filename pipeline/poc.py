@@ -22,7 +22,7 @@ from torch.utils.data import TensorDataset
 from pipeline.config import Params
 from pipeline.evaluation.retrieval import map_at_r
 from pipeline.methods.ccp import CCPObjective
-from pipeline.methods.kcenter import covering_radius, greedy_k_center
+from pipeline.methods.kcenter import covering_radius, k_center_per_class
 from pipeline.models.embedder import Embedder, build_head
 from pipeline.runtime import derive_seed, seed_everything
 from pipeline.training import FoldData, embed, fit
@@ -68,12 +68,9 @@ def run_poc(params: Params, variant: str, data: FoldData, device: torch.device) 
     with torch.no_grad():
         proxies = objective.references(model).cpu()
     proxy_labels = objective.anchor_labels.cpu()
-    next_proxies = []
-    for c in range(10):
-        members = emb[labels == c]
-        pool = members[torch.as_tensor(np.random.choice(len(members), poc.pool_size, replace=False))]
-        next_proxies.append(pool[greedy_k_center(pool, proxies[proxy_labels == c], poc.proxies_per_class)])
-    next_proxies = torch.cat(next_proxies)
+    rows_per_class = [np.flatnonzero(data.train_labels == c) for c in range(10)]
+    _, next_proxies = k_center_per_class(rows_per_class, lambda rows: emb[torch.as_tensor(rows)], proxies,
+                                         proxy_labels, poc.proxies_per_class, poc.pool_size)
     radius = covering_radius(emb, labels, proxies, proxy_labels)
     next_radius = covering_radius(emb, labels, next_proxies, proxy_labels)
     return {

@@ -16,6 +16,7 @@ import copy
 import logging
 import math
 from dataclasses import dataclass, field
+from functools import cached_property
 
 import numpy as np
 import torch
@@ -25,7 +26,7 @@ from tqdm import tqdm
 
 from pipeline.config import TrainConfig
 from pipeline.evaluation.retrieval import map_at_r
-from pipeline.methods.objective import Objective
+from pipeline.methods.objective import Objective, trainable
 
 log = logging.getLogger(__name__)
 
@@ -62,6 +63,16 @@ class TrainContext:
         self.model.train()
         return out
 
+    @cached_property
+    def rows_per_class(self) -> list[np.ndarray]:
+        """Training-set rows of each class 0..C-1 (training labels are remapped to that range)."""
+        labels = self.data.train_labels
+        return [np.flatnonzero(labels == c) for c in range(int(labels.max()) + 1)]
+
+    def inputs(self, rows) -> torch.Tensor:
+        """Model inputs of training rows (through the training transform), on the device."""
+        return torch.stack([self.data.train[int(i)][0] for i in rows]).to(self.device)
+
 
 @dataclass
 class FitResult:
@@ -72,7 +83,7 @@ class FitResult:
 
 
 def make_optimizer(model: torch.nn.Module, objective: Objective, cfg: TrainConfig) -> torch.optim.Optimizer:
-    groups = [{"params": [p for p in model.parameters() if p.requires_grad], "lr": cfg.lr}]
+    groups = [{"params": trainable(model), "lr": cfg.lr}]
     groups += objective.param_groups()
     if cfg.optimizer == "adam":
         return torch.optim.Adam(groups, lr=cfg.lr, weight_decay=cfg.weight_decay)

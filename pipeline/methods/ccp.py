@@ -36,22 +36,13 @@ import torch
 from torch import nn
 
 from pipeline.losses.pair_losses import build_pair_loss
-from pipeline.methods.kcenter import covering_radius, greedy_k_center
-from pipeline.methods.objective import Objective
+from pipeline.methods.kcenter import covering_radius, k_center_per_class
+from pipeline.methods.objective import Objective, projection_penalty, trainable
 from pipeline.models.embedder import normalize_embeddings
 
 log = logging.getLogger(__name__)
 
 VARIANTS = ("batch", "loss_proxy", "ccp", "sample_ccp")
-
-
-def trainable(model: nn.Module) -> list[nn.Parameter]:
-    return [p for p in model.parameters() if p.requires_grad]
-
-
-def projection_penalty(params: list[torch.Tensor], anchors: list[torch.Tensor], lam: float) -> torch.Tensor:
-    """lambda/2 * ||theta - theta_prev||^2 (CCP eq. 4.10); its gradient is lambda (theta - theta_prev)."""
-    return 0.5 * lam * sum(((p - a) ** 2).sum() for p, a in zip(params, anchors))
 
 
 class CCPObjective(Objective):
@@ -101,11 +92,10 @@ class CCPObjective(Objective):
             return
         self.theta_prev = [p.detach().clone() for p in trainable(ctx.model)]
         self.sub_best_weights = [p.clone() for p in self.theta_prev]
-        rows = [np.flatnonzero(ctx.data.train_labels == c) for c in range(self.num_classes)]
-        first = np.concatenate([np.random.choice(r, self.cfg.proxies_per_class, replace=len(r) < self.cfg.proxies_per_class)
-                                for r in rows])
+        k = self.cfg.proxies_per_class
+        first = np.concatenate([np.random.choice(r, k, replace=len(r) < k) for r in ctx.rows_per_class])
         self.rho_star = self._embed_rows(ctx, first)  # Alg. 1: rho* initialised with random samples
-        self._select_anchors(ctx, rows)
+        self._select_anchors(ctx, self._train_embeddings(ctx))
 
     def end_epoch(self, ctx, epoch, val):
         if self.variant == "batch":
@@ -118,7 +108,8 @@ class CCPObjective(Objective):
             self.sub_stale += 1
         if self.variant == "loss_proxy" or self.sub_stale < self.cfg.patience:
             return False
-        self._record(ctx)
+        train_emb = self._train_embeddings(ctx)  # once: for the end-of-sub-problem and the new radius
+        self._record(ctx, train_emb)
         self.sub_epochs = 0  # recorded: finish() must not record it again
         if self.subproblem >= self.cfg.max_subproblems:
             return True
@@ -127,55 +118,50 @@ class CCPObjective(Objective):
         self.lam = self.cfg.lambda_
         with torch.no_grad():
             self.rho_star = self.references(ctx.model)
-        rows = [np.flatnonzero(ctx.data.train_labels == c) for c in range(self.num_classes)]
-        self._select_anchors(ctx, rows)
+        self._select_anchors(ctx, train_emb)
         self.sub_best, self.sub_stale = -float("inf"), 0
         return False
 
     def finish(self, ctx):
         if self.variant != "batch" and self.sub_epochs > 0:
-            self._record(ctx)
+            self._record(ctx, self._train_embeddings(ctx))
 
     # ----------------------------------------------------------------- helpers
-    def _embed_rows(self, ctx, rows: np.ndarray) -> torch.Tensor:
-        inputs = torch.stack([ctx.data.train[int(i)][0] for i in rows]).to(ctx.device)
+    @staticmethod
+    def _embed_rows(ctx, rows: np.ndarray) -> torch.Tensor:
         ctx.model.eval()
         with torch.no_grad():
-            out = ctx.model(inputs)
+            out = ctx.model(ctx.inputs(rows))
         ctx.model.train()
         return out
 
-    def _select_anchors(self, ctx, rows_per_class: list[np.ndarray]) -> None:
+    @staticmethod
+    def _train_embeddings(ctx) -> torch.Tensor:
+        return torch.as_tensor(ctx.embed(ctx.data.train))  # the current network, eval mode
+
+    def _select_anchors(self, ctx, train_emb: torch.Tensor) -> None:
         """Greedy K-center per class over a pool of b random samples (CCP Alg. 2)."""
-        k, b = self.cfg.proxies_per_class, self.cfg.pool_size
-        chosen = []
-        for c, rows in enumerate(rows_per_class):
-            pool_rows = np.random.choice(rows, b, replace=len(rows) < b)
-            pool = self._embed_rows(ctx, pool_rows)
-            old = self.rho_star[self.anchor_labels == c]
-            picked = greedy_k_center(pool, old, k)
-            chosen.append((pool_rows[picked], pool[picked]))
-        anchor_rows = np.concatenate([r for r, _ in chosen])
-        new = torch.cat([e for _, e in chosen])
+        anchor_rows, new = k_center_per_class(ctx.rows_per_class, lambda rows: self._embed_rows(ctx, rows),
+                                              self.rho_star, self.anchor_labels, self.cfg.proxies_per_class,
+                                              self.cfg.pool_size)
         if self.variant == "sample_ccp":
-            self.anchor_inputs = torch.stack([ctx.data.train[int(i)][0] for i in anchor_rows]).to(ctx.device)
+            self.anchor_inputs = ctx.inputs(anchor_rows)
         else:
             with torch.no_grad():
                 self.proxies.copy_(new)
             ctx.optimizer.state.pop(self.proxies, None)  # a new sub-problem: fresh optimiser moments
         self.subproblem += 1
-        self.initial_radius = self._radius(ctx)
+        self.initial_radius = self._radius(ctx, train_emb)
 
-    def _radius(self, ctx) -> torch.Tensor:
-        """Per-class covering radius of the current anchors over the training set (current network)."""
-        emb = torch.as_tensor(ctx.embed(ctx.data.train))
+    def _radius(self, ctx, train_emb: torch.Tensor) -> torch.Tensor:
+        """Per-class covering radius of the current anchors over the training set."""
         with torch.no_grad():
             refs = self.references(ctx.model).cpu()
-        return covering_radius(emb, torch.as_tensor(ctx.data.train_labels), refs, self.anchor_labels.cpu())
+        return covering_radius(train_emb, torch.as_tensor(ctx.data.train_labels), refs, self.anchor_labels.cpu())
 
-    def _record(self, ctx) -> None:
+    def _record(self, ctx, train_emb: torch.Tensor) -> None:
         """One diagnostics row for the sub-problem that just ended (Fig. 4b, Prop. 4.2)."""
-        radius = self._radius(ctx)
+        radius = self._radius(ctx, train_emb)
         row = {
             "subproblem": self.subproblem,
             "epochs": self.sub_epochs,

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+from typing import Callable
+
+import numpy as np
 import torch
 
 
@@ -38,3 +41,17 @@ def covering_radius(embeddings: torch.Tensor, labels: torch.Tensor, centres: tor
         d = torch.cdist(embeddings[labels == c], centres[centre_labels == c])
         radius[i] = d.min(dim=1).values.max()
     return radius
+
+
+def k_center_per_class(rows_per_class: list[np.ndarray], embed_rows: Callable[[np.ndarray], torch.Tensor],
+                       centres: torch.Tensor, centre_labels: torch.Tensor, k: int, pool_size: int):
+    """CCP Algorithm 2 for every class: draw a pool of b rows, embed them, pick k by greedy K-center
+    seeded by that class's centres. Returns the picked rows and their embeddings, class by class."""
+    rows_out, emb_out = [], []
+    for c, rows in enumerate(rows_per_class):
+        pool_rows = np.random.choice(rows, pool_size, replace=len(rows) < pool_size)
+        pool = embed_rows(pool_rows)
+        picked = greedy_k_center(pool, centres[centre_labels == c], k)
+        rows_out.append(pool_rows[picked])
+        emb_out.append(pool[picked])
+    return np.concatenate(rows_out), torch.cat(emb_out)

@@ -51,3 +51,13 @@ class Objective(nn.Module):
         if self.lr is None:
             raise ValueError(f"{type(self.loss).__name__} has trainable parameters but no learning rate")
         return [{"params": params, "lr": self.lr}]
+
+
+def trainable(model: nn.Module) -> list[nn.Parameter]:
+    """The network weights an optimiser updates (and a projection regulariser covers)."""
+    return [p for p in model.parameters() if p.requires_grad]
+
+
+def projection_penalty(params: list[torch.Tensor], anchors: list[torch.Tensor], lam: float) -> torch.Tensor:
+    """lambda/2 * ||theta - theta_prev||^2 (CCP eq. 4.10, PROFS eq. 4.7); gradient lambda (theta - theta_prev)."""
+    return 0.5 * lam * sum(((p - a) ** 2).sum() for p, a in zip(params, anchors))

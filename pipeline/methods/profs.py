@@ -41,8 +41,7 @@ import numpy as np
 import torch
 from pytorch_metric_learning import distances, losses
 
-from pipeline.methods.ccp import projection_penalty, trainable
-from pipeline.methods.objective import Objective
+from pipeline.methods.objective import Objective, projection_penalty, trainable
 
 VARIANTS = ("plain", "profs", "profs_hncm")
 LOSSES = ("contrastive", "triplet", "margin", "ms", "lifted", "angular", "npair", "softtriple")
@@ -126,7 +125,6 @@ class PROFSObjective(Objective):
         if self.variant == "plain":
             return
         self.ctx = ctx
-        self.rows_per_class = [np.flatnonzero(ctx.data.train_labels == c) for c in range(self.num_classes)]
         self._new_projection()
         if self.variant == "profs_hncm":
             ctx.model.eval()
@@ -137,13 +135,13 @@ class PROFSObjective(Objective):
     def _new_projection(self) -> None:
         """theta^(k) <- theta; a new representative per class (Alg. 1, outer repeat)."""
         if not self.regulariser_only:
-            self.reps = np.array([np.random.choice(rows) for rows in self.rows_per_class])
+            self.reps = np.array([np.random.choice(rows) for rows in self.ctx.rows_per_class])
         self.theta_k = [p.detach().clone() for p in trainable(self.ctx.model)]
         self.projection_starts.append(self.steps)
 
     def _inputs(self, classes: torch.Tensor) -> torch.Tensor:
-        data = self.ctx.data.train
-        return torch.stack([data[int(self.reps[int(c)])][0] for c in classes]).to(self.ctx.device)
+        """Inputs of the representatives of `classes`."""
+        return self.ctx.inputs(self.reps[classes.numpy()])
 
     def representative_classes(self, labels: torch.Tensor) -> torch.Tensor:
         """R': the batch's classes, plus their hard negative classes with HNCM."""
