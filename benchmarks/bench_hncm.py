@@ -1,8 +1,8 @@
 """Benchmark: HNCM's extra time per epoch relative to PROFS without it, in the same run.
 
-HNCM adds, per batch, one O(L) scan of the stored representative embeddings
-per class of the batch, the hard classes' representatives in the forward pass,
-and the store update. This trains `<loss>_profs` and `<loss>_profs_hncm` on
+HNCM builds the batches itself (hard classes replace random ones, so the batch
+and R' keep their size); its extra work per batch is one O(L) scan of the stored
+representative embeddings per seed class and the store update. This trains `<loss>_profs` and `<loss>_profs_hncm` on
 fold 0 of the prepared embedded default (run `dvc repro embed` first) and
 prints seconds per epoch, their ratio, and the share of the scan itself. The
 paper reports 0.008% (CUB, Cars) and 0.9% (SOP) more time overall.

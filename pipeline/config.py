@@ -280,7 +280,10 @@ class PROFSConfig(MethodConfig):
     m_mode: str = param("derived", choices=["derived", "fixed"])
     m: int = param(30, ge=1)
     rho: float = param(6.0, gt=0.0)
+    # HNCM batches: random seed classes, each followed by this many of its nearest classes (section 4.2)
     hard_classes: int = param(1, ge=1)
+    # contrastive/triplet/margin: as many hard negatives as positives per anchor (section 5.3), or all pairs
+    pair_sampling: str = param("one_negative_per_positive", choices=["one_negative_per_positive", "all"])
     contrastive: ContrastiveConfig = field(default_factory=ContrastiveConfig)
     triplet: TripletConfig = field(default_factory=lambda: TripletConfig(margin=0.1))
     margin: MarginLossConfig = field(default_factory=MarginLossConfig)
@@ -401,6 +404,9 @@ def _check_consistency(p: Params, source: str) -> None:
         raise ParamsError(f"{source}: poc.pool_size: must be >= poc.proxies_per_class")
     if p.ccp.c2.beta < p.ccp.c2.alpha:
         raise ParamsError(f"{source}: ccp.c2.beta: must be >= ccp.c2.alpha (eq. 4.2 needs beta >= alpha > 0)")
+    if p.profs.hard_classes >= p.train.classes_per_batch:
+        raise ParamsError(f"{source}: profs.hard_classes: must be < train.classes_per_batch "
+                          f"({p.profs.hard_classes} >= {p.train.classes_per_batch}; an HNCM batch needs a seed class)")
     for section in ("ccp", "profs"):
         for key in ("losses", "variants"):
             values = getattr(getattr(p, section), key)

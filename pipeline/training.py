@@ -100,12 +100,17 @@ def embed(model: torch.nn.Module, dataset: Dataset, device: torch.device, batch_
     return np.concatenate([model(x.to(device)).float().cpu().numpy() for x, _ in loader])
 
 
-def _batches(data: FoldData, cfg: TrainConfig, device: torch.device) -> DataLoader:
+def _batches(data: FoldData, cfg: TrainConfig, device: torch.device, objective: Objective) -> DataLoader:
+    """The objective's own batches if it builds them, else classes_per_batch x images_per_class batches
+    from pytorch-metric-learning's MPerClassSampler."""
+    loading = {"num_workers": cfg.num_workers, "pin_memory": device.type == "cuda"}
+    own = objective.batch_sampler(data.train_labels, cfg)
+    if own is not None:
+        return DataLoader(data.train, batch_sampler=own, **loading)
     batch = cfg.classes_per_batch * cfg.images_per_class
     sampler = MPerClassSampler(data.train_labels, m=cfg.images_per_class, batch_size=batch,
                                length_before_new_iter=batch * cfg.steps_per_epoch)
-    return DataLoader(data.train, batch_size=batch, sampler=sampler, drop_last=True,
-                      num_workers=cfg.num_workers, pin_memory=device.type == "cuda")
+    return DataLoader(data.train, batch_size=batch, sampler=sampler, drop_last=True, **loading)
 
 
 def fit(model: torch.nn.Module, objective: Objective, data: FoldData, cfg: TrainConfig,
@@ -118,7 +123,7 @@ def fit(model: torch.nn.Module, objective: Objective, data: FoldData, cfg: Train
     model.to(device)
     objective.to(device)
     optimizer = make_optimizer(model, objective, cfg)
-    loader = _batches(data, cfg, device)
+    loader = _batches(data, cfg, device, objective)
     params = [p for g in optimizer.param_groups for p in g["params"]]
     ctx = TrainContext(model, optimizer, data, cfg, device)
 

@@ -6,7 +6,7 @@ import torch
 
 from pipeline.config import ParamsError, params_from_dict
 from pipeline.experiment import fold_rows, frozen_data, train_fold
-from pipeline.methods.profs import PROFSObjective, hard_negative_classes, projection_steps
+from pipeline.methods.profs import PROFSObjective, hard_negative_classes, hncm_classes, projection_steps
 from pipeline.models.embedder import Embedder, build_head
 from pipeline.training import TrainContext
 from tests.conftest import merge
@@ -76,15 +76,64 @@ def test_batches_hold_the_representatives_which_change_every_m_steps(profs_setup
         assert data.train_labels[r] == c  # one representative per class, of that class
 
 
-def test_hncm_adds_the_nearest_classes(profs_setup):
+def test_hncm_class_choice_hand_built():
+    seeds = np.array([0, 2, 3, 1])
+    nearest = np.array([[2, 1, 3], [0, 1, 3], [1, 2, 0]])
+    # seed 0 brings 2; seed 2 is taken; seed 3 brings 1
+    assert hncm_classes(seeds, nearest, hard=1, n=4).tolist() == [0, 2, 3, 1]
+    assert hncm_classes(seeds, nearest, hard=2, n=3).tolist() == [0, 2, 1]
+    assert hncm_classes(seeds, nearest, hard=1, n=3).tolist() == [0, 2, 3]  # full after seed 3
+
+
+def test_hncm_batches_pair_each_seed_with_its_nearest_class(profs_setup):
     params, data, model = profs_setup
     objective = make_objective(params, data, model, "profs_hncm")
-    objective.memory = torch.zeros_like(objective.memory)
-    objective.memory[:, 0] = torch.arange(len(objective.memory), dtype=torch.float32) * 10
-    objective.memory[2, 0] = 1.0  # class 2 sits next to class 0
-    # stored embeddings on a line: class 0 at 0, class 2 at 1, class 1 at 10, class 3 at 30
-    assert objective.representative_classes(torch.tensor([0, 0, 0, 0])).tolist() == [0, 2]
-    assert objective.representative_classes(torch.tensor([3, 3])).tolist() == [1, 3]
+    num_classes = len(objective.memory)
+    position = torch.randperm(num_classes).float() * 10  # classes on a line, 10 apart
+    objective.memory = torch.zeros(num_classes, 8)
+    objective.memory[:, 0] = position
+    sampler = objective.batch_sampler(data.train_labels, params.train)
+    batch_size = params.train.classes_per_batch * params.train.images_per_class
+    for batch in sampler:
+        assert len(batch) == batch_size  # hard classes replace random ones: the batch size is kept
+        classes = list(dict.fromkeys(data.train_labels[batch].tolist()))  # in batch order: seed, hard, seed, ...
+        assert len(classes) == params.train.classes_per_batch
+        for seed, hard in zip(classes[::2], classes[1::2]):
+            gaps = (position - position[seed]).abs()
+            gaps[classes[: classes.index(seed)] + [seed]] = float("inf")  # taken before, or itself
+            assert gaps[hard] == gaps.min()
+
+
+def test_softtriple_hncm_uses_the_nearest_centres(profs_setup):
+    params, data, model = profs_setup
+    objective = PROFSObjective(params.profs, "softtriple", "profs_hncm", 3, 2, 8, 4)
+    k = params.profs.softtriple.centers_per_class
+    assert k == 2
+    centres = torch.tensor([[1.0, 0.0], [0.0, 1.0],     # class 0
+                            [-1.0, 0.0], [0.6, 0.8],    # class 1: its 2nd centre is near class 0's 2nd
+                            [0.0, -1.0], [-0.6, -0.8]])  # class 2
+    objective.loss.fc.data = centres.T.clone()
+    assert objective.class_memory().shape == (3, 2, 2)
+    assert hard_negative_classes(objective.class_memory(), torch.tensor([0, 2]), 1).tolist() == [[1], [1]]
+
+
+def test_one_negative_per_positive_hand_built():
+    from pytorch_metric_learning.distances import LpDistance
+
+    from pipeline.miners import OneNegativePerPositiveMiner
+
+    miner = OneNegativePerPositiveMiner(distance=LpDistance(normalize_embeddings=False))
+    anchors, anchor_labels = torch.tensor([[0.0], [10.0]]), torch.tensor([0, 1])
+    refs = torch.tensor([[1.0], [2.0], [9.0], [3.0], [11.0], [30.0]])
+    ref_labels = torch.tensor([0, 0, 1, 1, 2, 2])
+    a, p, n = miner(anchors, anchor_labels, refs, ref_labels)
+    # anchor 0 (at 0): positives 0, 1; nearest negatives 3 (d 3), 2 (d 9)
+    # anchor 1 (at 10): positives 2, 3; nearest negatives 4 (d 1), 1 (d 8)
+    assert list(zip(a.tolist(), p.tolist(), n.tolist())) == [(0, 0, 3), (0, 1, 2), (1, 2, 4), (1, 3, 1)]
+    a, p, n = miner(refs, ref_labels)  # in-batch: no self pairs, one negative per positive
+    assert (a != p).all() and len(a) == 6
+    assert (ref_labels[a] == ref_labels[p]).all() and (ref_labels[a] != ref_labels[n]).all()
+    assert list(zip(a.tolist(), n.tolist()))[:2] == [(0, 3), (1, 3)]
 
 
 def test_plain_variant_is_the_ordinary_loss(profs_setup):
@@ -99,6 +148,8 @@ def test_plain_variant_is_the_ordinary_loss(profs_setup):
     ({"m": 0}, "params.yaml: profs.m: must be >= 1, got 0"),
     ({"lambda": -1e-3}, "params.yaml: profs.lambda: must be >= 0.0, got -0.001"),
     ({"losses": ["softmax"]}, "params.yaml: profs.losses: 'softmax' is not one of"),
+    ({"hard_classes": 99}, "params.yaml: profs.hard_classes: must be < train.classes_per_batch"),
+    ({"pair_sampling": "hardest"}, "params.yaml: profs.pair_sampling: 'hardest' is not one of"),
 ])
 def test_bad_profs_params(tiny_dict, override, message):
     with pytest.raises(ParamsError) as err:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import torch
 from torch import nn
+from torch.utils.data import Sampler
 
 
 class Objective(nn.Module):
@@ -12,7 +13,8 @@ class Objective(nn.Module):
     ``param_groups`` lists the objective's own parameters with their learning
     rates for the optimiser; the embedding model's parameters use ``train.lr``.
     Outer-loop methods (CCP) override the hooks the training loop calls:
-    ``begin`` before the first step, ``batch_loss`` at every step, ``end_epoch``
+    ``begin`` before the first step, ``batch_sampler`` for methods that build their
+    own batches (PROFS HNCM), ``batch_loss`` at every step, ``end_epoch``
     after each validation (returning True stops training) and ``finish`` at the end.
     ``diagnostics`` collects rows the train stage writes out (one per sub-problem).
     """
@@ -26,9 +28,12 @@ class Objective(nn.Module):
         self.lr = lr
         self.diagnostics = []
 
-    def forward(self, embeddings: torch.Tensor, labels: torch.Tensor) -> torch.Tensor:
-        tuples = self.miner(embeddings, labels) if self.miner is not None else None
-        return self.loss(embeddings, labels, tuples)
+    def forward(self, embeddings: torch.Tensor, labels: torch.Tensor, ref_emb: torch.Tensor | None = None,
+                ref_labels: torch.Tensor | None = None) -> torch.Tensor:
+        """The loss (after the miner, if any); with ref_emb, over (embedding, reference) pairs only."""
+        refs = {} if ref_emb is None else {"ref_emb": ref_emb, "ref_labels": ref_labels}
+        tuples = self.miner(embeddings, labels, **refs) if self.miner is not None else None
+        return self.loss(embeddings, labels, tuples, **refs)
 
     def begin(self, ctx) -> None:
         """Called once before training (ctx: pipeline.training.TrainContext)."""
@@ -36,6 +41,10 @@ class Objective(nn.Module):
     def batch_loss(self, model: nn.Module, x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
         """The loss minimised at one step."""
         return self(model(x), y)
+
+    def batch_sampler(self, labels, cfg) -> Sampler | None:
+        """The batches of an epoch (cfg: TrainConfig); None: the loop's class-balanced default."""
+        return None
 
     def end_epoch(self, ctx, epoch: int, val_map_at_r: float) -> bool:
         """Called after each epoch's validation; True stops training."""

@@ -2,8 +2,7 @@
 
 Each projection k samples one representative per class (the set R); for M
 steps every batch is a set of examples E from the usual sampler plus the
-representatives R' of the classes in E (and, with hard negative class mining,
-of their nearest other classes), and minimises the loss over
+representatives R' of the classes in E, and minimises the loss over
 representative-example pairs plus lambda/2 ||theta - theta^(k)||^2 (eq. 4.7);
 then theta^(k) <- theta and a new R is drawn. Pairs between two examples are
 not used (for lifted and MS: "ignoring the pairwise terms between the
@@ -14,12 +13,20 @@ M is either fixed or derived as M = ceil(rho / p(y)) with p(y) = B / (I L),
 the probability that a class appears in a batch of B = (classes per batch x I)
 examples out of L classes (section 5.4.1, rho = 6).
 
-HNCM (section 4.2): the embeddings of the representatives are kept per class
-and refreshed whenever a representative is in a batch; for every class of the
-batch the ``profs.hard_classes`` classes whose stored embeddings are nearest
-join R' (an O(L) scan per class, no pass over the data). Choice: the store is
-filled once at the start with the first representatives' embeddings (L
-forward passes) and keeps a class's last embedding across projections.
+HNCM (section 4.2) chooses the batch's classes: the embeddings of the
+representatives are kept per class and refreshed whenever a representative is in
+a batch; a batch is built from random seed classes, each followed by its
+``profs.hard_classes`` nearest classes under the stored embeddings (an O(L) scan
+per seed, no pass over the data), so the batch size and R' stay as without
+HNCM and the scan is the only extra work. Choice: the store is filled once at
+the start with the first representatives' embeddings (L forward passes) and
+keeps a class's last embedding across projections. For SoftTriple the cluster
+centres are the representatives (section 5.3): two classes are as near as their
+nearest pair of centres.
+
+Contrastive, triplet and margin pair each anchor with as many hard negatives as
+it has positives (section 5.3, ``profs.pair_sampling``; the same mining in all
+three variants, so the plain baseline is mined alike).
 
 Variants: ``plain`` (the same loss on ordinary batches, the baseline),
 ``profs`` and ``profs_hncm``.
@@ -29,8 +36,7 @@ with the representatives of R' (its own class's representative is the
 positive, the others the negatives: a softmax over R'); SoftTriple has no
 representative pairing at all, so PROFS contributes only the regulariser, each
 step being its own sub-problem (M = 1, theta^(k) = the previous step's
-weights). Choice: SoftTriple keeps the ordinary batches in ``profs_hncm`` too
-(the paper mines with the cluster centres; not implemented).
+weights).
 """
 
 from __future__ import annotations
@@ -39,12 +45,16 @@ import math
 
 import numpy as np
 import torch
+import torch.nn.functional as F
 from pytorch_metric_learning import distances, losses
 
 from pipeline.methods.objective import Objective, projection_penalty, trainable
+from pipeline.miners import OneNegativePerPositiveMiner
+from pipeline.samplers import ClassBatchSampler
 
 VARIANTS = ("plain", "profs", "profs_hncm")
 LOSSES = ("contrastive", "triplet", "margin", "ms", "lifted", "angular", "npair", "softtriple")
+MINED_LOSSES = ("contrastive", "triplet", "margin")  # one hard negative per positive (section 5.3)
 
 
 def projection_steps(rho: float, batch_size: int, images_per_class: int, num_classes: int) -> int:
@@ -53,17 +63,48 @@ def projection_steps(rho: float, batch_size: int, images_per_class: int, num_cla
 
 
 def hard_negative_classes(memory: torch.Tensor, classes: torch.Tensor, k: int) -> torch.Tensor:
-    """For each class in `classes`, the `k` other classes whose stored embeddings are nearest."""
-    d = torch.cdist(memory[classes], memory)
+    """For each class in `classes`, the `k` other classes nearest under the stored embeddings, nearest first.
+
+    memory: (L, D), one embedding per class, or (L, K, D), K per class (SoftTriple's centres), where
+    two classes are as near as their nearest pair. One scan of the L classes per class (section 4.2).
+    """
+    if memory.dim() == 2:
+        memory = memory[:, None]
+    num_classes, per_class, dim = memory.shape
+    d = torch.cdist(memory[classes].reshape(-1, dim), memory.reshape(-1, dim))
+    d = d.reshape(len(classes), per_class, num_classes, per_class).amin(dim=(1, 3))
     d[torch.arange(len(classes)), classes] = float("inf")  # not itself
-    return torch.topk(d, k=min(k, len(memory) - 1), largest=False).indices
+    return torch.topk(d, k=min(k, num_classes - 1), largest=False).indices
+
+
+def hncm_classes(seeds: np.ndarray, nearest: np.ndarray, hard: int, n: int) -> np.ndarray:
+    """The classes of an HNCM batch: seed after seed (skipping chosen ones), each followed by
+    up to `hard` of its nearest classes not chosen yet, until `n`; short of n, more seeds.
+
+    seeds: a random permutation of the classes; nearest[i]: the classes nearest to seeds[i], nearest first.
+    """
+    chosen: list[int] = []
+    for i, seed in enumerate(seeds):
+        if len(chosen) == n:
+            break
+        if seed in chosen:
+            continue
+        chosen.append(int(seed))
+        added = 0
+        for c in nearest[i] if i < len(nearest) else ():
+            if added == hard or len(chosen) == n:
+                break
+            if c not in chosen:
+                chosen.append(int(c))
+                added += 1
+    return np.array(chosen)
 
 
 class RepresentativeNPairLoss(torch.nn.Module):
     """N-pair loss (Sohn 2016) with representatives as the positives: for every example, the
     cross-entropy of its similarities to the representatives, its own class's being the target."""
 
-    def forward(self, reps, rep_labels, ref_emb=None, ref_labels=None):
+    def forward(self, reps, rep_labels, indices_tuple=None, ref_emb=None, ref_labels=None):
         if ref_emb is None:  # plain variant: the library's N-pair loss on the batch
             return losses.NPairsLoss()(reps, rep_labels)
         keep = torch.isin(ref_labels, rep_labels)
@@ -104,9 +145,12 @@ class PROFSObjective(Objective):
                  images_per_class: int):
         if variant not in VARIANTS:
             raise ValueError(f"unknown PROFS variant {variant!r} (valid: {', '.join(VARIANTS)})")
-        super().__init__(build_profs_loss(loss, cfg, num_classes, embedding_dim),
+        criterion = build_profs_loss(loss, cfg, num_classes, embedding_dim)
+        mined = loss in MINED_LOSSES and cfg.pair_sampling == "one_negative_per_positive"
+        super().__init__(criterion, miner=OneNegativePerPositiveMiner(distance=criterion.distance) if mined else None,
                          lr=cfg.softtriple.center_lr if loss == "softtriple" else None)
         self.cfg, self.variant, self.num_classes = cfg, variant, num_classes
+        self.hncm = variant == "profs_hncm"
         self.regulariser_only = loss == "softtriple"
         if self.regulariser_only:
             self.m = 1  # every step is a sub-problem; theta^(k) = the previous step's weights
@@ -126,11 +170,31 @@ class PROFSObjective(Objective):
             return
         self.ctx = ctx
         self._new_projection()
-        if self.variant == "profs_hncm":
+        if self.hncm and not self.regulariser_only:
             ctx.model.eval()
             with torch.no_grad():
                 self.memory = ctx.model(self._inputs(torch.arange(self.num_classes))).detach()
             ctx.model.train()
+
+    def batch_sampler(self, labels, cfg):
+        """HNCM builds the batches (section 4.2); the other variants use the loop's sampler."""
+        if not self.hncm:
+            return None
+        return ClassBatchSampler(labels, cfg.classes_per_batch, cfg.images_per_class, cfg.steps_per_epoch,
+                                 seed=int(torch.randint(2**31 - 1, ())), choose_classes=self.choose_classes)
+
+    def choose_classes(self, rng: np.random.Generator, n: int) -> np.ndarray:
+        """HNCM: random seed classes, each followed by its nearest classes under the stored representatives."""
+        seeds = rng.permutation(self.num_classes)
+        nearest = hard_negative_classes(self.class_memory(), torch.as_tensor(seeds[:n]), n - 1)
+        return hncm_classes(seeds, nearest.cpu().numpy(), self.cfg.hard_classes, n)
+
+    def class_memory(self) -> torch.Tensor:
+        """The stored representative embeddings, or SoftTriple's normalised centres as (L, K, D)."""
+        if self.regulariser_only:
+            centres = F.normalize(self.loss.fc.detach(), p=2, dim=0).T  # PML layout: class-major columns
+            return centres.reshape(self.num_classes, self.loss.centers_per_class, -1)
+        return self.memory
 
     def _new_projection(self) -> None:
         """theta^(k) <- theta; a new representative per class (Alg. 1, outer repeat)."""
@@ -143,29 +207,18 @@ class PROFSObjective(Objective):
         """Inputs of the representatives of `classes`."""
         return self.ctx.inputs(self.reps[classes.numpy()])
 
-    def representative_classes(self, labels: torch.Tensor) -> torch.Tensor:
-        """R': the batch's classes, plus their hard negative classes with HNCM."""
-        classes = torch.unique(labels).cpu()
-        if self.variant == "profs_hncm":
-            hard = hard_negative_classes(self.memory.cpu(), classes, self.cfg.hard_classes).flatten()
-            classes = torch.unique(torch.cat([classes, hard]))
-        return classes
-
     def batch_loss(self, model, x, y):
         if self.variant == "plain":
-            return self.loss(model(x), y)
+            return self(model(x), y)
         if self.steps > 0 and self.steps % self.m == 0:
             self._new_projection()
+        self.steps += 1
+        penalty = projection_penalty(trainable(model), self.theta_k, self.cfg.lambda_) if self.cfg.lambda_ > 0 else 0
         if self.regulariser_only:  # SoftTriple-PROFS: the loss on the batch + the regulariser
-            self.steps += 1
-            return self.loss(model(x), y) + projection_penalty(trainable(model), self.theta_k, self.cfg.lambda_)
-        classes = self.representative_classes(y)
+            return self(model(x), y) + penalty
+        classes = torch.unique(y).cpu()  # R': the representatives of the batch's classes
         emb = model(torch.cat([self._inputs(classes), x]))
         reps, examples = emb[: len(classes)], emb[len(classes):]
-        if self.variant == "profs_hncm":
+        if self.hncm:
             self.memory[classes] = reps.detach().to(self.memory.device)
-        loss = self.loss(reps, classes.to(y.device), ref_emb=examples, ref_labels=y)  # (rep, example) pairs only
-        if self.cfg.lambda_ > 0:
-            loss = loss + projection_penalty(trainable(model), self.theta_k, self.cfg.lambda_)  # eq. 4.7
-        self.steps += 1
-        return loss
+        return self(reps, classes.to(y.device), ref_emb=examples, ref_labels=y) + penalty  # eq. 4.7

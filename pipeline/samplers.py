@@ -1,0 +1,52 @@
+"""Class-balanced batch sampling whose classes a method may choose (PROFS HNCM batch construction).
+
+A batch holds ``classes_per_batch`` distinct classes with ``images_per_class``
+images each (drawn without replacement, with replacement only for a class
+smaller than that). Which classes is up to ``choose_classes(rng, n)``; the
+default draws them uniformly without replacement. Batches are drawn lazily, one
+at a time, so a chooser that reads state updated by the previous training step
+(HNCM's store of representative embeddings) sees it; with DataLoader workers the
+state is at most ``num_workers x prefetch_factor`` batches old.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+
+import numpy as np
+from torch.utils.data import Sampler
+
+ClassChooser = Callable[[np.random.Generator, int], np.ndarray]
+
+
+def random_classes(num_classes: int) -> ClassChooser:
+    """`n` classes uniformly at random, without replacement."""
+    return lambda rng, n: rng.choice(num_classes, size=n, replace=False)
+
+
+class ClassBatchSampler(Sampler[list[int]]):
+    """`steps` batches of `classes_per_batch` x `images_per_class` dataset indices."""
+
+    def __init__(self, labels: np.ndarray, classes_per_batch: int, images_per_class: int, steps: int,
+                 seed: int, choose_classes: ClassChooser | None = None):
+        labels = np.asarray(labels)
+        self.rows = [np.flatnonzero(labels == c) for c in range(int(labels.max()) + 1)]
+        if classes_per_batch > len(self.rows):
+            raise ValueError(f"classes_per_batch={classes_per_batch} exceeds the {len(self.rows)} classes")
+        self.classes_per_batch, self.images_per_class, self.steps = classes_per_batch, images_per_class, steps
+        self.rng = np.random.default_rng(seed)
+        self.choose_classes = choose_classes or random_classes(len(self.rows))
+
+    def __len__(self) -> int:
+        return self.steps
+
+    def __iter__(self) -> Iterator[list[int]]:
+        for _ in range(self.steps):
+            classes = np.asarray(self.choose_classes(self.rng, self.classes_per_batch))
+            if len(classes) != self.classes_per_batch or len(np.unique(classes)) != len(classes):
+                raise ValueError(f"the class chooser returned {classes.tolist()}, not "
+                                 f"{self.classes_per_batch} distinct classes")
+            yield [int(i) for c in classes for i in self._images(self.rows[c])]
+
+    def _images(self, rows: np.ndarray) -> np.ndarray:
+        return self.rng.choice(rows, size=self.images_per_class, replace=len(rows) < self.images_per_class)
