@@ -114,53 +114,184 @@ class MethodConfig:
     embedding_norm: str = param("l2", choices=["l2", "lipschitz", "none"])
 
 
-@dataclass
-class MultiSimilarityConfig(MethodConfig):
-    """Multi-similarity loss + miner (Wang et al. 2019), pytorch-metric-learning."""
+# ------------------------------------------------ baselines: one run = loss + miner + sampler (+ rho, XBM)
+# Each loss/miner schema carries its `name`; a run's `loss:` / `miner:` mapping is validated against the
+# schema its name selects. Defaults follow the Revisiting supplement A.1-A.2 unless a docstring says otherwise.
 
+
+@dataclass
+class ContrastiveLossParams:
+    """Contrastive (Hadsell et al. 2006; Revisiting eq. 1): d on positives, [gamma - d]_+ on negatives (Euclidean)."""
+
+    name: str = "contrastive"
+    pos_margin: float = param(0.0, ge=0.0)
+    neg_margin: float = param(1.0, gt=0.0)
+
+
+@dataclass
+class CosineContrastiveLossParams:
+    """C1 of CCP/XBM: (1 - s) on positives, (s - neg_margin)_+ on negatives, s the cosine similarity."""
+
+    name: str = "c1"
+    neg_margin: float = param(0.5, ge=-1.0, le=1.0)
+
+
+@dataclass
+class TripletLossParams:
+    """Triplet (Revisiting eq. 2): [d(a,p) - d(a,n) + gamma]_+ (Euclidean)."""
+
+    name: str = "triplet"
+    margin: float = param(0.2, ge=0.0)
+
+
+@dataclass
+class MarginLossParams:
+    """Margin (Wu et al. 2017; Revisiting eq. 10): boundary beta (learnable, one per class in the paper's
+    code; here one shared, learned at the run's loss_lr), margin gamma."""
+
+    name: str = "margin"
+    margin: float = param(0.2, ge=0.0)
+    beta: float = param(1.2, gt=0.0)
+    learn_beta: bool = param(True)
+
+
+@dataclass
+class MultiSimilarityLossParams:
+    """Multi-similarity loss (Wang et al. 2019; Revisiting eq. 12)."""
+
+    name: str = "multi_similarity"
     alpha: float = param(2.0, gt=0.0)
-    beta: float = param(50.0, gt=0.0)
+    beta: float = param(40.0, gt=0.0)
     base: float = param(0.5)
-    miner_epsilon: float = param(0.1, ge=0.0)
 
 
 @dataclass
-class ProxyAnchorConfig(MethodConfig):
-    """Proxy-Anchor loss (Kim et al. 2020), pytorch-metric-learning."""
+class LiftedLossParams:
+    """Lifted structure loss, ANML eq. 23: [log sum_pos e^{-S} + log sum_neg e^{S} + m]_+ on cosine similarity."""
 
+    name: str = "lifted"
+    margin: float = param(0.5)
+
+
+@dataclass
+class GeneralizedLiftedLossParams:
+    """Generalised lifted structure (Hermans et al. 2017; Revisiting eq. 3) with embedding regulariser nu."""
+
+    name: str = "generalized_lifted"
+    neg_margin: float = param(1.0)
+    embedding_reg: float = param(0.005, ge=0.0)
+
+
+@dataclass
+class NPairLossParams:
+    """N-pair (Sohn 2016; Revisiting eq. 4, ANML eq. 30) with embedding regulariser nu."""
+
+    name: str = "npair"
+    embedding_reg: float = param(0.0, ge=0.0)
+
+
+@dataclass
+class AngularLossParams:
+    """Angular loss (Wang et al. 2017; Revisiting eq. 5), alpha in degrees (pi/4 = 45)."""
+
+    name: str = "angular"
+    alpha: float = param(45.0, gt=0.0, lt=90.0)
+
+
+@dataclass
+class ArcFaceLossParams:
+    """ArcFace (Deng et al. 2018; Revisiting eq. 6): additive angular margin in degrees (0.5 rad = 28.6), scale s."""
+
+    name: str = "arcface"
+    margin: float = param(28.6, ge=0.0, lt=90.0)
+    scale: float = param(16.0, gt=0.0)
+
+
+@dataclass
+class HistogramLossParams:
+    """Histogram loss (Ustinova & Lempitsky 2016; Revisiting eq. 7-9), R bins (65 for CUB/Cars, 11 for SOP)."""
+
+    name: str = "histogram"
+    num_bins: int = param(65, ge=2)
+
+
+@dataclass
+class ProxyNCALossParams:
+    """ProxyNCA (Revisiting eq. 13) and ProxyNCA++ (Teh et al. 2020: softmax_scale = 1/T, fast proxies)."""
+
+    name: str = "proxy_nca"
+    softmax_scale: float = param(1.0, gt=0.0)
+
+
+@dataclass
+class ProxyAnchorLossParams:
+    """Proxy-Anchor loss (Kim et al. 2020, eq. 4): one proxy per class."""
+
+    name: str = "proxy_anchor"
     margin: float = param(0.1, ge=0.0)
     alpha: float = param(32.0, gt=0.0)
-    proxy_lr: float = param(1e-2, gt=0.0)
 
 
 @dataclass
-class DANMLConfig(MethodConfig):
-    """DANML (ANML eq. 22) with the multi-similarity pair mining the paper adopts ([26]).
+class QuadrupletLossParams:
+    """Quadruplet loss (Chen et al. 2017; Revisiting eq. 14), margins gamma1 and gamma2 (Euclidean)."""
+
+    name: str = "quadruplet"
+    margin1: float = param(1.0, ge=0.0)
+    margin2: float = param(0.5, ge=0.0)
+
+
+@dataclass
+class SNRLossParams:
+    """SNR triplet loss (Yuan et al. 2019; Revisiting eq. 15): triplet on the SNR distance + zero-mean regulariser."""
+
+    name: str = "snr"
+    margin: float = param(0.2, ge=0.0)
+    zero_mean_reg: float = param(0.005, ge=0.0)
+
+
+@dataclass
+class SoftTripleLossParams:
+    """SoftTriple (Qian et al. 2019; Revisiting eq. 16-18): centres per class K ("-S": 1, "-L": several)."""
+
+    name: str = "softtriple"
+    centers_per_class: int = param(2, ge=1)
+    la: float = param(8.0, gt=0.0)
+    gamma: float = param(0.1, gt=0.0)
+    margin: float = param(0.01, ge=0.0)
+    tau: float = param(0.2, ge=0.0)
+
+
+@dataclass
+class NormalizedSoftmaxLossParams:
+    """Normalised softmax (Zhai & Wu 2018; Revisiting eq. 19), temperature T."""
+
+    name: str = "normalized_softmax"
+    temperature: float = param(0.05, gt=0.0)
+
+
+@dataclass
+class DANMLLossParams:
+    """DANML (ANML eq. 22); used with the multi-similarity miner, as the paper trains it.
 
     Defaults: the middle of the paper's search ranges (gamma1 in {-1,-2,-3}, gamma2 in {25,30,35},
     lambda1 in {0.5,...,0.65}, lambda2 = lambda1 + sigma with sigma in {0.01,0.02,0.03}).
     """
 
+    name: str = "danml"
     gamma1: float = param(-2.0, lt=0.0)
     gamma2: float = param(30.0, gt=0.0)
     lambda1: float = param(0.55, ge=0.0, le=2.0)
     sigma: float = param(0.02, ge=0.0)
     outer: str = param("logistic", choices=["logistic", "linear"])
-    miner_epsilon: float = param(0.1, ge=0.0)
 
 
 @dataclass
-class LiftedConfig(MethodConfig):
-    """Lifted structure loss, ANML eq. 23: [log sum_pos e^{-S} + log sum_neg e^{S} + m]_+ (library loss)."""
-
-    margin: float = param(0.5)
-
-
-@dataclass
-class ImprovedLiftedConfig(MethodConfig):
+class ImprovedLiftedLossParams:
     """ANML eq. 25. The paper gives no values for Table 3; these defaults are ours (soft min/max at
     gamma 10, radii lambda1 for positives and lambda2 for negatives on cosine similarity)."""
 
+    name: str = "anml_lifted"
     gamma1: float = param(10.0, gt=0.0)
     gamma2: float = param(10.0, gt=0.0)
     lambda1: float = param(0.8, ge=-1.0, le=1.0)
@@ -169,16 +300,99 @@ class ImprovedLiftedConfig(MethodConfig):
 
 
 @dataclass
-class NPairConfig(MethodConfig):
-    """N-pair loss (Sohn 2016; ANML eq. 30), pytorch-metric-learning."""
+class ImprovedNPairLossParams:
+    """ANML eq. 31. gamma and lambda are not given for Table 3; these defaults are ours."""
+
+    name: str = "anml_npair"
+    gamma: float = param(2.0, gt=0.0)
+    lambda_: float = param(0.1, ge=0.0)
+
+
+BASELINE_LOSSES = {s.name: s for s in (
+    ContrastiveLossParams, CosineContrastiveLossParams, TripletLossParams, MarginLossParams,
+    MultiSimilarityLossParams, LiftedLossParams, GeneralizedLiftedLossParams, NPairLossParams, AngularLossParams,
+    ArcFaceLossParams, HistogramLossParams, ProxyNCALossParams, ProxyAnchorLossParams, QuadrupletLossParams,
+    SNRLossParams, SoftTripleLossParams, NormalizedSoftmaxLossParams, DANMLLossParams, ImprovedLiftedLossParams,
+    ImprovedNPairLossParams)}
 
 
 @dataclass
-class ImprovedNPairConfig(MethodConfig):
-    """ANML eq. 31. gamma and lambda are not given for Table 3; these defaults are ours."""
+class NoMinerParams:
+    """Every pair / triplet of the batch (the loss's own default)."""
 
-    gamma: float = param(2.0, gt=0.0)
-    lambda_: float = param(0.1, ge=0.0)
+    name: str = "none"
+
+
+@dataclass
+class MultiSimilarityMinerParams:
+    """Multi-similarity pair mining (Wang et al. 2019, eq. 3-4; Revisiting eq. 11)."""
+
+    name: str = "multi_similarity"
+    epsilon: float = param(0.1, ge=0.0)
+
+
+@dataclass
+class DistanceWeightedMinerParams:
+    """Distance-weighted sampling (Wu et al. 2017; Revisiting eq. 23-24): distances clipped at `cutoff`,
+    none beyond `nonzero_loss_cutoff` (pytorch-metric-learning)."""
+
+    name: str = "distance_weighted"
+    cutoff: float = param(0.5, ge=0.0)
+    nonzero_loss_cutoff: float = param(1.4, gt=0.0)
+
+
+@dataclass
+class RandomMinerParams:
+    """Random triplets, one per anchor (Revisiting A.2)."""
+
+    name: str = "random"
+
+
+@dataclass
+class SemihardMinerParams:
+    """Semihard triplets (Schroff et al. 2015; Revisiting eq. 20), one per anchor."""
+
+    name: str = "semihard"
+
+
+@dataclass
+class SofthardMinerParams:
+    """Softhard triplets (Roth & Brattoli 2019; Revisiting eq. 21-22), one per anchor."""
+
+    name: str = "softhard"
+
+
+BASELINE_MINERS = {s.name: s for s in (NoMinerParams, MultiSimilarityMinerParams, DistanceWeightedMinerParams,
+                                       RandomMinerParams, SemihardMinerParams, SofthardMinerParams)}
+TRIPLET_MINERS = ("distance_weighted", "random", "semihard", "softhard")
+# losses pytorch-metric-learning's CrossBatchMemory can wrap
+XBM_LOSSES = ("contrastive", "c1", "triplet", "margin", "multi_similarity", "generalized_lifted", "angular", "snr")
+
+
+@dataclass
+class SamplerParams:
+    """Batch construction (Revisiting section 4.3): ``spc`` = SPC-k, batch/k classes with k images each
+    (k = images_per_class, 0 = train.images_per_class); ``random_class`` = every image of the batch from a
+    class drawn uniformly at random (a random number of images per class)."""
+
+    name: str = param("spc", choices=["spc", "random_class"])
+    images_per_class: int = param(0, ge=0)
+
+
+@dataclass
+class BaselineConfig(MethodConfig):
+    """One baseline run: its loss, miner, batch sampler, rho-regularisation and cross-batch memory."""
+
+    loss: Any = None  # a *LossParams chosen by loss.name
+    miner: Any = None  # a *MinerParams chosen by miner.name
+    sampler: SamplerParams = field(default_factory=SamplerParams)
+    # rho-regularisation (Revisiting section 5): with probability p_switch a triplet's negative is
+    # replaced by its positive and the positive by the anchor, pushing a same-class sample away
+    p_switch: float = param(0.0, ge=0.0, le=1.0)
+    # cross-batch memory (XBM, Wang et al. 2020) of this many batches; 0 = off
+    xbm_batches: int = param(0, ge=0)
+    # learning rate of the loss's own parameters (proxies, centres, learnable margin beta)
+    loss_lr: float = param(1e-2, gt=0.0)
 
 
 @dataclass
@@ -322,13 +536,8 @@ class Params:
     backbone: BackboneConfig = field(default_factory=BackboneConfig)
     train: TrainConfig = field(default_factory=TrainConfig)
     eval: EvalConfig = field(default_factory=EvalConfig)
-    ms: MultiSimilarityConfig = field(default_factory=MultiSimilarityConfig)
-    proxy_anchor: ProxyAnchorConfig = field(default_factory=ProxyAnchorConfig)
-    danml: DANMLConfig = field(default_factory=DANMLConfig)
-    lifted: LiftedConfig = field(default_factory=LiftedConfig)
-    anml_lifted: ImprovedLiftedConfig = field(default_factory=ImprovedLiftedConfig)
-    npair: NPairConfig = field(default_factory=NPairConfig)
-    anml_npair: ImprovedNPairConfig = field(default_factory=ImprovedNPairConfig)
+    # every batch / proxy baseline by run name; experiment.methods picks the ones the pipeline trains
+    baselines: dict[str, Any] = field(default_factory=dict)
     ccp: CCPConfig = field(default_factory=lambda: CCPConfig(embedding_norm="lipschitz"))
     profs: PROFSConfig = field(default_factory=PROFSConfig)
     poc: PocConfig = field(default_factory=PocConfig)
@@ -362,6 +571,10 @@ def _check_bounds(node: Any, prefix: str, source: str) -> None:
         if dataclasses.is_dataclass(value):
             _check_bounds(value, key + ".", source)
             continue
+        if isinstance(value, dict):  # baselines: run name -> BaselineConfig
+            for name, run in value.items():
+                _check_bounds(run, f"{key}.{name}.", source)
+            continue
         meta = f.metadata
         values = value if isinstance(value, list) else [value]
         for v in values:
@@ -382,16 +595,25 @@ def _check_bounds(node: Any, prefix: str, source: str) -> None:
 
 def _check_consistency(p: Params, source: str) -> None:
     """Cross-field rules that a single field's bounds cannot express."""
-    from pipeline.methods import BASELINES  # local import: methods import this module
-
     for name in p.experiment.methods:
-        if name not in BASELINES:
-            raise ParamsError(
-                f"{source}: experiment.methods: unknown method {name!r} "
-                f"(valid: {', '.join(sorted(BASELINES))})"
-            )
+        if name not in p.baselines:
+            raise ParamsError(f"{source}: experiment.methods: unknown method {name!r} "
+                              f"(valid: the runs under baselines: {', '.join(sorted(p.baselines))})")
     if len(set(p.experiment.methods)) != len(p.experiment.methods):
         raise ParamsError(f"{source}: experiment.methods: duplicate method names")
+    batch = p.train.classes_per_batch * p.train.images_per_class
+    for name, run in p.baselines.items():
+        key = f"{source}: baselines.{name}"
+        if run.p_switch > 0 and run.miner.name not in TRIPLET_MINERS:
+            raise ParamsError(f"{key}.p_switch: rho-regularisation switches mined triplets; needs a miner "
+                              f"in {list(TRIPLET_MINERS)}, got {run.miner.name!r}")
+        if run.xbm_batches and run.loss.name not in XBM_LOSSES:
+            raise ParamsError(f"{key}.xbm_batches: cross-batch memory supports the losses {list(XBM_LOSSES)}, "
+                              f"not {run.loss.name!r}")
+        k = run.sampler.images_per_class
+        if name in p.experiment.methods and run.sampler.name == "spc" and k and (batch % k or batch // k < 2):
+            raise ParamsError(f"{key}.sampler.images_per_class: {k} must divide the batch of {batch} "
+                              f"(train.classes_per_batch x train.images_per_class) into >= 2 classes")
     folds = p.experiment.folds
     if sorted(folds) != list(range(len(folds))) or len(folds) < 2:
         raise ParamsError(f"{source}: experiment.folds: must be 0..k-1 with k >= 2, got {folds}")
@@ -416,12 +638,41 @@ def _check_consistency(p: Params, source: str) -> None:
         raise ParamsError(f"{source}: backbone.mean/std: need one value per channel ({p.backbone.channels})")
 
 
-def _format_omegaconf_error(err: OmegaConfBaseException, source: str) -> str:
-    key = getattr(err, "full_key", None) or "?"
+def _format_omegaconf_error(err: OmegaConfBaseException, source: str, prefix: str = "") -> str:
+    key = prefix + (getattr(err, "full_key", None) or "?")
     key = ".".join(_yaml_key(k) for k in str(key).split("."))
     if isinstance(err, ConfigKeyError):
         return f"{source}: {key}: unknown key"
     return f"{source}: {key}: {str(err).splitlines()[0]}"
+
+
+def _typed(schema: type, data: Any, key: str, source: str) -> Any:
+    """`data` validated against the dataclass `schema`; errors name `key`."""
+    if not isinstance(data, dict):
+        raise ParamsError(f"{source}: {key}: must be a mapping, got {data!r}")
+    try:
+        return OmegaConf.to_object(OmegaConf.merge(OmegaConf.structured(schema), data))
+    except OmegaConfBaseException as err:
+        raise ParamsError(_format_omegaconf_error(err, source, prefix=key + ".")) from err
+
+
+def _named(registry: dict, data: Any, key: str, source: str) -> Any:
+    """A loss or miner mapping validated against the schema its `name` selects."""
+    name = data.get("name") if isinstance(data, dict) else None
+    if name not in registry:
+        raise ParamsError(f"{source}: {key}.name: {name!r} is not one of {sorted(registry)}")
+    return _typed(registry[name], data, key, source)
+
+
+def _baseline(name: str, spec: Any, source: str) -> BaselineConfig:
+    key = f"baselines.{name}"
+    if not isinstance(spec, dict) or "loss" not in spec:
+        raise ParamsError(f"{source}: {key}: must be a mapping with a loss")
+    rest = {k: v for k, v in spec.items() if k not in ("loss", "miner")}
+    run = _typed(BaselineConfig, rest, key, source)
+    run.loss = _named(BASELINE_LOSSES, spec["loss"], key + ".loss", source)
+    run.miner = _named(BASELINE_MINERS, spec.get("miner", {"name": "none"}), key + ".miner", source)
+    return run
 
 
 def load_params(path: str | Path = "params.yaml") -> Params:
@@ -447,6 +698,7 @@ def params_from_dict(data: dict, source: str = "params.yaml") -> Params:
         params = OmegaConf.to_object(merged)
     except OmegaConfBaseException as err:
         raise ParamsError(_format_omegaconf_error(err, source)) from err
+    params.baselines = {name: _baseline(name, spec, source) for name, spec in params.baselines.items()}
     _check_bounds(params, "", source)
     _check_consistency(params, source)
     return params
@@ -458,4 +710,6 @@ def to_dict(node: Any) -> Any:
         return {_yaml_key(f.name): to_dict(getattr(node, f.name)) for f in dataclasses.fields(node)}
     if isinstance(node, list):
         return [to_dict(v) for v in node]
+    if isinstance(node, dict):
+        return {k: to_dict(v) for k, v in node.items()}
     return node

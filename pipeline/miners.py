@@ -30,3 +30,71 @@ class OneNegativePerPositiveMiner(BaseMiner):
         keep = rank < diffs.sum(dim=1)[anchors]
         anchors, positives, rank = anchors[keep], positives[keep], rank[keep]
         return anchors, positives, nearest_negatives[anchors, rank]
+
+
+class TripletPerAnchorMiner(BaseMiner):
+    """One triplet per anchor (Revisiting A.2): a positive and a negative drawn at random among candidates.
+
+    ``rule``: ``random`` (any positive, any negative); ``semihard`` (eq. 20: negatives farther from the
+    anchor than the drawn positive; an anchor without one is left out); ``softhard`` (eq. 21-22:
+    positives farther than the anchor's nearest negative and negatives nearer than its farthest
+    positive; where a set is empty, all positives / negatives). Anchors without a positive or a
+    negative are left out. Draws use torch's global generator (seeded per run).
+    """
+
+    RULES = ("random", "semihard", "softhard")
+
+    def __init__(self, rule: str, **kwargs):
+        super().__init__(**kwargs)
+        if rule not in self.RULES:
+            raise ValueError(f"unknown triplet rule {rule!r} (valid: {', '.join(self.RULES)})")
+        self.rule = rule
+
+    def mine(self, embeddings, labels, ref_emb, ref_labels):
+        matches, diffs = (m.bool() for m in lmu.get_matches_and_diffs(labels, ref_labels))
+        dist = self.distance(embeddings, ref_emb)
+        if self.distance.is_inverted:
+            dist = -dist
+        positives, negatives = matches, diffs
+        if self.rule == "softhard":
+            nearest_neg = dist.masked_fill(~diffs, float("inf")).amin(dim=1, keepdim=True)
+            farthest_pos = dist.masked_fill(~matches, float("-inf")).amax(dim=1, keepdim=True)
+            positives = _or_all(matches & (dist > nearest_neg), matches)
+            negatives = _or_all(diffs & (dist < farthest_pos), diffs)
+        anchors = torch.nonzero(positives.any(dim=1) & negatives.any(dim=1)).flatten()
+        p = _draw(positives[anchors])
+        negatives = negatives[anchors]
+        if self.rule == "semihard":  # eq. 20: d(a, n) > d(a, p)
+            negatives = negatives & (dist[anchors] > dist[anchors, p][:, None])
+        ok = negatives.any(dim=1)
+        return anchors[ok], p[ok], _draw(negatives[ok])
+
+
+def _or_all(subset: torch.Tensor, full: torch.Tensor) -> torch.Tensor:
+    """Per row: `subset` where it has a candidate, else `full`."""
+    return torch.where(subset.any(dim=1, keepdim=True), subset, full)
+
+
+def _draw(candidates: torch.Tensor) -> torch.Tensor:
+    """One column index per row, uniformly among the row's True entries (each row has one)."""
+    if len(candidates) == 0:
+        return torch.zeros(0, dtype=torch.long, device=candidates.device)
+    return torch.multinomial(candidates.float(), 1).flatten()
+
+
+class RhoSwitchMiner(BaseMiner):
+    """rho-regularisation (Revisiting section 5, "R-" methods) around a triplet miner.
+
+    With probability ``p_switch`` each mined triplet (a, p, n) becomes (a, a, p): the anchor is its own
+    positive and its positive plays the negative, so the loss pushes a same-class sample away, which
+    keeps intra-class variance (the authors' rho_distance miner does this with a random positive; the
+    mined positive is one). In-batch mining only (the anchor must also be a reference)."""
+
+    def __init__(self, miner: BaseMiner, p_switch: float, **kwargs):
+        super().__init__(**kwargs)
+        self.miner, self.p_switch = miner, p_switch
+
+    def mine(self, embeddings, labels, ref_emb, ref_labels):
+        a, p, n = self.miner.mine(embeddings, labels, ref_emb, ref_labels)
+        switch = torch.rand(len(a), device=a.device) < self.p_switch
+        return a, torch.where(switch, a, p), torch.where(switch, p, n)

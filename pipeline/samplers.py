@@ -50,3 +50,24 @@ class ClassBatchSampler(Sampler[list[int]]):
 
     def _images(self, rows: np.ndarray) -> np.ndarray:
         return self.rng.choice(rows, size=self.images_per_class, replace=len(rows) < self.images_per_class)
+
+
+class RandomClassBatchSampler(Sampler[list[int]]):
+    """`steps` batches of `batch_size` images, each from a class drawn uniformly at random (with
+    replacement), so a batch holds a random number of images per class (Revisiting's random-class
+    batches: images of a class drawn without replacement within a batch where the class has enough)."""
+
+    def __init__(self, labels: np.ndarray, batch_size: int, steps: int, seed: int):
+        labels = np.asarray(labels)
+        self.rows = [np.flatnonzero(labels == c) for c in range(int(labels.max()) + 1)]
+        self.batch_size, self.steps = batch_size, steps
+        self.rng = np.random.default_rng(seed)
+
+    def __len__(self) -> int:
+        return self.steps
+
+    def __iter__(self) -> Iterator[list[int]]:
+        for _ in range(self.steps):
+            classes, counts = np.unique(self.rng.integers(len(self.rows), size=self.batch_size), return_counts=True)
+            yield [int(i) for c, k in zip(classes, counts)
+                   for i in self.rng.choice(self.rows[c], size=k, replace=len(self.rows[c]) < k)]

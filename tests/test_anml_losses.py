@@ -102,13 +102,13 @@ def test_improved_npair():
 
 
 @pytest.mark.parametrize("override,message", [
-    ({"gamma1": 0.0}, "params.yaml: danml.gamma1: must be < 0.0, got 0.0"),
-    ({"gamma1": 1.0}, "params.yaml: danml.gamma1: must be < 0.0"),
-    ({"gamma2": -3.0}, "params.yaml: danml.gamma2: must be > 0.0, got -3.0"),
+    ({"gamma1": 0.0}, "params.yaml: baselines.danml.loss.gamma1: must be < 0.0, got 0.0"),
+    ({"gamma1": 1.0}, "params.yaml: baselines.danml.loss.gamma1: must be < 0.0"),
+    ({"gamma2": -3.0}, "params.yaml: baselines.danml.loss.gamma2: must be > 0.0, got -3.0"),
 ])
 def test_bad_danml_params(tiny_dict, override, message):
     with pytest.raises(ParamsError) as err:
-        params_from_dict(merge(tiny_dict, {"danml": override}))
+        params_from_dict(merge(tiny_dict, {"baselines": {"danml": {"loss": override}}}))
     assert str(err.value).startswith(message)
 
 

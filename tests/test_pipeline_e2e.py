@@ -82,9 +82,9 @@ def test_ccp_lambda_reruns_only_ccp_stages(repo):
 
 
 def test_exp_run_reruns_only_the_changed_method(repo):
-    out = sh(DVC + ["exp", "run", "-S", "ms.alpha=3.0"], repo)
+    out = sh(DVC + ["exp", "run", "-S", "baselines.ms.loss.alpha=3.0"], repo)
     assert stages_run(out) == {"train@ms-0", "train@ms-1", "evaluate@ms", "report"}
     params = yaml.safe_load((repo / "params.yaml").read_text())
-    assert params["ms"]["alpha"] == 3.0
+    assert params["baselines"]["ms"]["loss"]["alpha"] == 3.0
     shown = sh(DVC + ["exp", "show", "--csv"], repo)
-    assert "ms.alpha" in shown
+    assert "baselines.ms.loss.alpha" in shown

@@ -13,6 +13,7 @@ from pipeline.config import EvalConfig
 from pipeline.evaluation.clustering import clustering_metrics
 from pipeline.evaluation.knn import nearest_neighbours
 from pipeline.evaluation.retrieval import neighbour_depth, retrieval_metrics
+from pipeline.evaluation.spectrum import spectral_decay
 
 
 def evaluate_embeddings(x: np.ndarray, labels: np.ndarray, cfg: EvalConfig, seed: int) -> dict[str, float]:
@@ -20,6 +21,7 @@ def evaluate_embeddings(x: np.ndarray, labels: np.ndarray, cfg: EvalConfig, seed
     neighbours, _ = nearest_neighbours(x, neighbour_depth(labels, cfg.recall_at), cfg.query_chunk, progress=True)
     out = retrieval_metrics(neighbours, labels, cfg.recall_at)
     out.update(clustering_metrics(x, labels, seed, cfg.kmeans_niter, cfg.kmeans_restarts))
+    out["spectral_decay"] = spectral_decay(x)
     return out
 
 

@@ -2,7 +2,8 @@
 one training loop.
 
 Runs are named after what they train:
-- baselines listed in ``experiment.methods`` (``ms``, ``proxy_anchor``), each with its own params section;
+- baselines: the runs under ``baselines`` in params (a loss, miner, sampler each), of which
+  ``experiment.methods`` lists those the pipeline trains;
 - the CCP family ``<loss>_<variant>`` for every loss in ``ccp.losses`` and variant in ``ccp.variants``
   (``c2_ccp``, ``c2_loss_proxy``, ``c2_batch``...), all configured by the ``ccp`` section;
 - the PROFS family ``<loss>_<variant>`` for ``profs.losses`` x ``profs.variants``
@@ -12,23 +13,11 @@ The two families' variant names differ, so a run name says which family it belon
 
 from __future__ import annotations
 
-from pipeline.methods.baselines import (build_anml_lifted, build_anml_npair, build_danml, build_lifted,
-                                       build_multi_similarity, build_npair, build_proxy_anchor)
+from pipeline.methods.baselines import BaselineObjective
 from pipeline.methods.ccp import VARIANTS as CCP_VARIANTS
 from pipeline.methods.ccp import CCPObjective
 from pipeline.methods.profs import VARIANTS as PROFS_VARIANTS
 from pipeline.methods.profs import PROFSObjective
-
-BASELINES = {
-    "ms": build_multi_similarity,
-    "proxy_anchor": build_proxy_anchor,
-    "danml": build_danml,
-    "lifted": build_lifted,
-    "anml_lifted": build_anml_lifted,
-    "npair": build_npair,
-    "anml_npair": build_anml_npair,
-}
-
 
 def ccp_runs(params) -> list[str]:
     return [f"{loss}_{variant}" for loss in params.ccp.losses for variant in params.ccp.variants]
@@ -60,8 +49,8 @@ def parse_profs_run(name: str) -> tuple[str, str] | None:
 
 def run_config(params, name: str):
     """The params section that configures run `name`."""
-    if name in BASELINES:
-        return getattr(params, name)
+    if name in params.baselines:
+        return params.baselines[name]
     if parse_ccp_run(name):
         return params.ccp
     if parse_profs_run(name):
@@ -71,12 +60,12 @@ def run_config(params, name: str):
 
 def build_objective(params, name: str, num_classes: int, embedding_dim: int):
     """The objective of run `name`."""
-    if name in BASELINES:
-        return BASELINES[name](getattr(params, name), num_classes, embedding_dim)
+    if name in params.baselines:
+        return BaselineObjective(params.baselines[name], num_classes, embedding_dim, params.train)
     if parse_ccp_run(name):
         return CCPObjective(params.ccp, *parse_ccp_run(name), num_classes, embedding_dim)
     if parse_profs_run(name):
         t = params.train
         return PROFSObjective(params.profs, *parse_profs_run(name), num_classes, embedding_dim,
                               t.classes_per_batch * t.images_per_class, t.images_per_class)
-    raise ValueError(f"unknown method {name!r} (valid: {', '.join(sorted(BASELINES))} or <loss>_<variant>)")
+    raise ValueError(f"unknown method {name!r} (valid: {', '.join(sorted(params.baselines))} or <loss>_<variant>)")

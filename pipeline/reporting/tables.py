@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pandas as pd
 
-# (metrics-file key, column title); values are fractions, shown in %
+# (metrics-file key, column title); values are fractions, shown in %, except RAW_COLUMNS
 METRIC_COLUMNS = [
     ("precision_at_1", "P@1"),
     ("r_precision", "R-precision"),
@@ -12,7 +12,9 @@ METRIC_COLUMNS = [
     ("map_at_c", "mAP@C"),
     ("nmi", "NMI"),
     ("f1", "F1"),
+    ("spectral_decay", "ρ(Φ)"),
 ]
+RAW_COLUMNS = {"spectral_decay"}  # shown as is, and no "best" (Revisiting: lower tends to go with better)
 
 
 def metric_columns(recall_at: list[int]) -> list[tuple[str, str]]:
@@ -27,9 +29,10 @@ def results_frame(metrics: dict[str, dict], recall_at: list[int], embedding_dim:
         sep = {"method": method, "protocol": f"separated-{embedding_dim}D", "folds": folds}
         con = {"method": method, "protocol": f"concatenated-{folds * embedding_dim}D", "folds": folds}
         for key, _ in metric_columns(recall_at):
-            sep[key] = 100 * m["separated"]["mean"][key]
-            sep[f"{key}_std"] = 100 * m["separated"]["std"][key]
-            con[key] = 100 * m["concatenated"][key]
+            scale = 1 if key in RAW_COLUMNS else 100
+            sep[key] = scale * m["separated"]["mean"][key]
+            sep[f"{key}_std"] = scale * m["separated"]["std"][key]
+            con[key] = scale * m["concatenated"][key]
         rows += [sep, con]
     return pd.DataFrame(rows)
 
@@ -47,7 +50,7 @@ def markdown_table(frame: pd.DataFrame, recall_at: list[int], decimals: int) -> 
             std = row.get(f"{key}_std")
             if pd.notna(std):
                 text += f" ± {std:.{decimals}f}"
-            if len(same) > 1 and row[key] == same[key].max():
+            if len(same) > 1 and key not in RAW_COLUMNS and row[key] == same[key].max():
                 text = f"**{text}**"
             cells.append(text)
         lines.append(f"| {row['method']} | {row['protocol']} | " + " | ".join(cells) + " |")
