@@ -1,0 +1,1 @@
+"""Linear (Mahalanobis) metric learning on UCI-style tabular data: LANML, PNCA and their baselines."""
