@@ -138,3 +138,52 @@ def test_factored_solver_lowers_lanml_plus_and_pnca():
     assert plus.objective(m) < plus.objective(m0)
     m = solve_factored(lambda mm: pnca_value_and_gradient(x, sets, 2.0, mm), 4, len(x))
     assert pnca_value_and_gradient(x, sets, 2.0, m)[0] < pnca_value_and_gradient(x, sets, 2.0, m0)[0]
+
+
+def test_gmml_solves_its_riccati_equation():
+    """At t = 1/2, GMML's M minimises tr(MA) + tr(M^-1 B): M A M = B (Zadeh et al. 2016)."""
+    from pipeline.linear.methods import fit_gmml
+
+    x, y = X_TINY, Y_TINY
+    m = fit_gmml(x, y, t=0.5, reg=1e-2)
+    same = y[:, None] == y[None, :]
+    diff = x[:, None, :] - x[None, :, :]
+    a = diff[same].T @ diff[same] + 1e-2 * np.eye(3)
+    b = diff[~same].T @ diff[~same] + 1e-2 * np.eye(3)
+    assert m @ a @ m == pytest.approx(b, rel=1e-6)
+
+
+@pytest.mark.parametrize("name", ["euclidean", "lanml_minus", "lanml_plus", "pnca", "nca", "lmnn", "itml",
+                                  "scml", "gmml"])
+def test_every_linear_method_gives_a_psd_metric(name):
+    from pipeline.linear.methods import METHODS, transform
+
+    x, y = uci(load_iris, per_class=15)
+    hp = {"lanml_minus": {"lam": 0.5, "gamma1": -1.0, "gamma2": 2.0},
+          "lanml_plus": {"lam": 0.5, "gamma1": 1.0, "gamma2": 2.0}, "pnca": {"alpha": 1.0}}.get(name, {})
+    m = METHODS[name](x, y, **hp)
+    assert m.shape == (4, 4) and np.allclose(m, m.T, atol=1e-8) and np.linalg.eigvalsh(m).min() > -1e-8
+    z = transform(x, m)
+    assert np.sum((z[0] - z[1]) ** 2) == pytest.approx((x[0] - x[1]) @ m @ (x[0] - x[1]), rel=1e-6, abs=1e-9)
+
+
+def test_knn_accuracies_hand_built():
+    from pipeline.linear.protocol import knn_accuracies
+
+    train = np.array([[0.0], [1.0], [2.0], [10.0], [11.0]])
+    train_y = np.array([0, 0, 1, 1, 1])
+    test, test_y = np.array([[0.4], [9.0]]), np.array([0, 1])
+    acc = knn_accuracies(train, train_y, test, test_y, max_k=6)
+    # query 0.4: neighbours 0 (0), 1 (0), 2 (1), 10, 11 -> K=1,2,3 right; K=4: 2 vs 2 tie -> label 0 right; K=5: 2 vs 3 wrong
+    # query 9: neighbours 10, 11, 2, 1, 0 -> right for K = 1..5 (K=4: 3 vs 1, K=5: 3 vs 2)
+    assert acc.tolist() == [1.0, 1.0, 1.0, 1.0, 0.5, 0.5]  # K = 6 > 5 training samples: as K = 5
+
+
+def test_one_split_of_the_protocol_on_iris():
+    from pipeline.linear.protocol import evaluate_split
+
+    x, y = load_iris(return_X_y=True)
+    out = evaluate_split(x, y, "lanml_minus", {"lam": [0.5], "gamma1": [-1.0], "gamma2": [1.0, 2.0]},
+                         split_seed=0, test_fraction=0.3, max_k=10, folds=3, pca_dims=150)
+    assert out["setting"]["gamma2"] in (1.0, 2.0) and 1 <= out["k"] <= 10
+    assert out["accuracy"] > 0.85 and out["accuracy_best_k_on_test"] >= out["accuracy"]
