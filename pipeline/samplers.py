@@ -31,6 +31,10 @@ class ClassBatchSampler(Sampler[list[int]]):
                  seed: int, choose_classes: ClassChooser | None = None):
         labels = np.asarray(labels)
         self.rows = [np.flatnonzero(labels == c) for c in range(int(labels.max()) + 1)]
+        self.sizes = np.array([len(r) for r in self.rows])
+        self.table = np.zeros((len(self.rows), self.sizes.max()), dtype=np.int64)  # class -> its rows, padded
+        for c, r in enumerate(self.rows):
+            self.table[c, : len(r)] = r
         if classes_per_batch > len(self.rows):
             raise ValueError(f"classes_per_batch={classes_per_batch} exceeds the {len(self.rows)} classes")
         self.classes_per_batch, self.images_per_class, self.steps = classes_per_batch, images_per_class, steps
@@ -46,10 +50,19 @@ class ClassBatchSampler(Sampler[list[int]]):
             if len(classes) != self.classes_per_batch or len(np.unique(classes)) != len(classes):
                 raise ValueError(f"the class chooser returned {classes.tolist()}, not "
                                  f"{self.classes_per_batch} distinct classes")
-            yield [int(i) for c in classes for i in self._images(self.rows[c])]
+            yield self._images(classes).ravel().tolist()
 
-    def _images(self, rows: np.ndarray) -> np.ndarray:
-        return self.rng.choice(rows, size=self.images_per_class, replace=len(rows) < self.images_per_class)
+    def _images(self, classes: np.ndarray) -> np.ndarray:
+        """images_per_class rows of each class, all classes in one draw: the positions with the smallest
+        random keys (without replacement); uniform positions (with replacement) for a smaller class."""
+        k, sizes = self.images_per_class, self.sizes[classes]
+        keys = self.rng.random((len(classes), self.table.shape[1]))
+        keys[np.arange(self.table.shape[1]) >= sizes[:, None]] = np.inf
+        picks = np.argpartition(keys, k - 1, axis=1)[:, :k] if k < keys.shape[1] else np.argsort(keys, axis=1)[:, :k]
+        small = sizes < k
+        if small.any():
+            picks[small] = (self.rng.random((int(small.sum()), k)) * sizes[small, None]).astype(np.int64)
+        return self.table[classes[:, None], picks]
 
 
 class RandomClassBatchSampler(Sampler[list[int]]):

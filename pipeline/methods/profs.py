@@ -69,12 +69,13 @@ def hard_negative_classes(memory: torch.Tensor, classes: torch.Tensor, k: int) -
     two classes are as near as their nearest pair. One scan of the L classes per class (section 4.2).
     """
     if memory.dim() == 2:
-        memory = memory[:, None]
-    num_classes, per_class, dim = memory.shape
-    d = torch.cdist(memory[classes].reshape(-1, dim), memory.reshape(-1, dim))
-    d = d.reshape(len(classes), per_class, num_classes, per_class).amin(dim=(1, 3))
+        d = torch.cdist(memory[classes], memory)
+    else:
+        num_classes, per_class, dim = memory.shape
+        d = torch.cdist(memory[classes].reshape(-1, dim), memory.reshape(-1, dim))
+        d = d.reshape(len(classes), per_class, num_classes, per_class).amin(dim=(1, 3))
     d[torch.arange(len(classes)), classes] = float("inf")  # not itself
-    return torch.topk(d, k=min(k, num_classes - 1), largest=False).indices
+    return torch.topk(d, k=min(k, len(memory) - 1), largest=False).indices
 
 
 def hncm_classes(seeds: np.ndarray, nearest: np.ndarray, hard: int, n: int) -> np.ndarray:
