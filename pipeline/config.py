@@ -521,6 +521,28 @@ class PocConfig:
     test_fraction: float = param(0.2, gt=0.0, lt=0.5)
 
 
+LANML_DATASETS = ["iris", "wine", "australian", "cars", "ecoli", "german", "glass", "isolet", "monk1", "solar",
+                  "vehicle", "pendigits", "letter", "usps", "coil20"]
+LANML_METHODS = ["euclidean", "lanml_minus", "lanml_plus", "pnca", "nca", "lmnn", "itml", "scml", "gmml"]
+
+
+@dataclass
+class LanmlConfig:
+    """LANML on UCI data (ANML section 7.1); see pipeline/linear/protocol.py."""
+
+    datasets: list[str] = param(["iris", "wine"], choices=LANML_DATASETS)
+    methods: list[str] = param(["euclidean", "lanml_minus", "lanml_plus", "pnca", "nca", "lmnn", "itml", "gmml"],
+                               choices=LANML_METHODS)
+    repeats: int = param(3, ge=1)  # random 70/30 splits (paper: 30)
+    test_fraction: float = param(0.3, gt=0.0, lt=1.0)
+    cv_folds: int = param(5, ge=2)
+    max_k: int = param(40, ge=1)  # kNN with K in 1..max_k
+    pca_dims: int = param(150, ge=1)  # PCA when there are more features
+    k_similar: int = param(10, ge=1)  # LANML-: S_i = the k nearest same-class samples
+    # method -> {hyperparameter: values}; every combination is cross-validated
+    grids: dict[str, Any] = field(default_factory=dict)
+
+
 @dataclass
 class ReportConfig:
     decimals: int = param(2, ge=0, le=6)
@@ -541,6 +563,7 @@ class Params:
     ccp: CCPConfig = field(default_factory=lambda: CCPConfig(embedding_norm="lipschitz"))
     profs: PROFSConfig = field(default_factory=PROFSConfig)
     poc: PocConfig = field(default_factory=PocConfig)
+    lanml: LanmlConfig = field(default_factory=LanmlConfig)
     report: ReportConfig = field(default_factory=ReportConfig)
 
 
@@ -571,9 +594,10 @@ def _check_bounds(node: Any, prefix: str, source: str) -> None:
         if dataclasses.is_dataclass(value):
             _check_bounds(value, key + ".", source)
             continue
-        if isinstance(value, dict):  # baselines: run name -> BaselineConfig
+        if isinstance(value, dict):  # baselines: run name -> BaselineConfig (lanml.grids: checked apart)
             for name, run in value.items():
-                _check_bounds(run, f"{key}.{name}.", source)
+                if dataclasses.is_dataclass(run):
+                    _check_bounds(run, f"{key}.{name}.", source)
             continue
         meta = f.metadata
         values = value if isinstance(value, list) else [value]
@@ -626,6 +650,7 @@ def _check_consistency(p: Params, source: str) -> None:
         raise ParamsError(f"{source}: poc.pool_size: must be >= poc.proxies_per_class")
     if p.ccp.c2.beta < p.ccp.c2.alpha:
         raise ParamsError(f"{source}: ccp.c2.beta: must be >= ccp.c2.alpha (eq. 4.2 needs beta >= alpha > 0)")
+    _check_lanml_grids(p.lanml, source)
     if p.profs.hard_classes >= p.train.classes_per_batch:
         raise ParamsError(f"{source}: profs.hard_classes: must be < train.classes_per_batch "
                           f"({p.profs.hard_classes} >= {p.train.classes_per_batch}; an HNCM batch needs a seed class)")
@@ -636,6 +661,34 @@ def _check_consistency(p: Params, source: str) -> None:
                 raise ParamsError(f"{source}: {section}.{key}: duplicate names")
     if len(p.backbone.mean) != p.backbone.channels or len(p.backbone.std) != p.backbone.channels:
         raise ParamsError(f"{source}: backbone.mean/std: need one value per channel ({p.backbone.channels})")
+
+
+# sign rules of eq. 19: LANML- (convex, Lemma 3) gamma1 < 0 < gamma2; LANML+ gamma1 > 0, gamma2 > 0
+_GAMMA_SIGNS = {("lanml_minus", "gamma1"): -1, ("lanml_minus", "gamma2"): 1,
+                ("lanml_plus", "gamma1"): 1, ("lanml_plus", "gamma2"): 1}
+
+
+def _check_lanml_grids(cfg: LanmlConfig, source: str) -> None:
+    import inspect
+
+    from pipeline.linear.methods import METHODS  # local import: light (numpy/scipy)
+
+    for method, grid in cfg.grids.items():
+        key = f"{source}: lanml.grids.{method}"
+        if method not in METHODS:
+            raise ParamsError(f"{key}: unknown method (valid: {', '.join(METHODS)})")
+        if not isinstance(grid, dict):
+            raise ParamsError(f"{key}: must map hyperparameter names to lists of values")
+        accepted = set(inspect.signature(METHODS[method]).parameters) - {"x", "y", "random_state", "k_similar"}
+        for name, values in grid.items():
+            if name not in accepted:
+                raise ParamsError(f"{key}.{name}: unknown hyperparameter (valid: {', '.join(sorted(accepted))})")
+            if not isinstance(values, list) or not values:
+                raise ParamsError(f"{key}.{name}: must be a non-empty list of values")
+            sign = _GAMMA_SIGNS.get((method, name))
+            if sign and any(not isinstance(v, (int, float)) or v * sign <= 0 for v in values):
+                raise ParamsError(f"{key}.{name}: every value must be {'> 0' if sign > 0 else '< 0'} "
+                                  f"(LANML- needs gamma1 < 0 < gamma2, LANML+ gamma1 > 0), got {values}")
 
 
 def _format_omegaconf_error(err: OmegaConfBaseException, source: str, prefix: str = "") -> str:

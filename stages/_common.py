@@ -9,10 +9,12 @@ from typing import Callable
 
 from pipeline.config import ParamsError, load_params
 from pipeline.data.manifest import DataError
+from pipeline.linear.datasets import DatasetError
+from pipeline.linear.lanml import LANMLError
 from pipeline.models.backbones import BackboneError
 from pipeline.training import TrainingError
 
-USER_ERRORS = (ParamsError, DataError, BackboneError, TrainingError, FileNotFoundError)
+USER_ERRORS = (ParamsError, DataError, DatasetError, LANMLError, BackboneError, TrainingError, FileNotFoundError)
 
 
 def run(description: str, configure: Callable[[argparse.ArgumentParser], None], body: Callable) -> None:

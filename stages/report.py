@@ -1,9 +1,11 @@
-"""report: the comparison table of every run (markdown and CSV) and the CCP sub-problem diagnostics."""
+"""report: the comparison table of every run (markdown and CSV), the CCP sub-problem diagnostics and
+the LANML tables."""
 
 from pathlib import Path
 
 from pipeline.io import read_json, write_text
 from pipeline.methods import all_runs, ccp_runs, parse_ccp_run
+from pipeline.reporting.lanml_table import lanml_markdown, read_reference
 from pipeline.reporting.subproblems import detail_markdown, read_subproblems, summary_markdown
 from pipeline.reporting.tables import markdown_table, results_frame
 from stages._common import run
@@ -17,6 +19,12 @@ def main(params, args):
         if not path.is_file():
             raise FileNotFoundError(f"{path}: metrics not found (run the evaluate stage of {name})")
         metrics[name] = read_json(path)
+    lanml = []
+    for name in params.lanml.datasets:
+        path = Path(args.lanml) / f"{name}.json"
+        if not path.is_file():
+            raise FileNotFoundError(f"{path}: LANML results not found (run lanml@{name})")
+        lanml.append(read_json(path))
     info = read_json(Path(args.features) / "info.json")
     frame = results_frame(metrics, params.eval.recall_at, params.train.embedding_dim)
     order = ["_last"] + ([params.report.sort_by] if params.report.sort_by != "none" else [])
@@ -58,11 +66,22 @@ def main(params, args):
         text += "\n## Every sub-problem of the first fold\n\n" + "\n".join(
             detail_markdown(rows, r, params.experiment.folds[0], params.report.decimals) for r in details)
     write_text(Path(args.out) / "ccp_subproblems.md", text)
+    write_text(Path(args.out) / "lanml.md", (
+        "# LANML on UCI data (ANML section 7.1)\n\n"
+        f"- {params.lanml.repeats} random {100 - 100 * params.lanml.test_fraction:.0f}/"
+        f"{100 * params.lanml.test_fraction:.0f} splits; z-score and PCA to {params.lanml.pca_dims} dims fitted on "
+        "the training part; hyperparameters and K (1.."
+        f"{params.lanml.max_k}) chosen by {params.lanml.cv_folds}-fold cross-validation on the training part\n"
+        "- accuracy in %, mean ± sample std over the splits; the paper reports the best K on the test part, "
+        "shown in its own column for a like-for-like comparison\n\n"
+        + lanml_markdown(lanml, read_reference(Path(args.reference)), params.report.decimals)))
 
 
 def configure(p):
     p.add_argument("--metrics", default="reports/metrics")
     p.add_argument("--subproblems", default="reports/subproblems")
+    p.add_argument("--lanml", default="reports/lanml", help="folder with lanml@<dataset> results")
+    p.add_argument("--reference", default="reference/anml_table2.csv", help="ANML Table 2 values")
     p.add_argument("--features", default="data/features")
     p.add_argument("--out", default="reports")
 

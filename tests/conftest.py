@@ -22,6 +22,9 @@ TINY_OVERRIDES = {
     "ccp": {"losses": ["c2"], "variants": ["loss_proxy", "ccp"], "proxies_per_class": 2, "pool_size": 3},
     "profs": {"losses": ["ms"], "variants": ["plain", "profs_hncm"]},
     "poc": {"max_epochs": 3, "max_subproblems": 2, "hidden": 8},
+    "lanml": {"datasets": ["iris"], "methods": ["euclidean", "lanml_minus", "lmnn"], "repeats": 2, "cv_folds": 2,
+              "max_k": 5, "grids": {"lanml_minus": {"lam": [0.5], "gamma1": [-1.0], "gamma2": [2.0]},
+                                    "lmnn": {"regularization": [0.5], "n_neighbors": [3]}}},
 }
 
 

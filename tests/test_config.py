@@ -45,6 +45,12 @@ def test_scientific_notation_loads_as_float(tmp_path, tiny_dict, text, value):
     ({"train": {"lr": float("nan")}}, "params.yaml: train.lr: must be finite"),
     ({"experiment": {"methods": ["ms", "nope"]}}, "params.yaml: experiment.methods: unknown method 'nope' (valid: the runs under baselines: angular, anml_lifted, "),
     ({"experiment": {"folds": [0, 2]}}, "params.yaml: experiment.folds:"),
+    ({"lanml": {"grids": {"lanml_minus": {"gamma1": [-1.0, 0.5]}}}},
+     "params.yaml: lanml.grids.lanml_minus.gamma1: every value must be < 0 (LANML- needs gamma1 < 0 < gamma2"),
+    ({"lanml": {"grids": {"lanml_plus": {"gamma2": [-2.0]}}}}, "params.yaml: lanml.grids.lanml_plus.gamma2: every value must be > 0"),
+    ({"lanml": {"grids": {"lmnn": {"k": [3]}}}}, "params.yaml: lanml.grids.lmnn.k: unknown hyperparameter (valid: n_neighbors, regularization)"),
+    ({"lanml": {"grids": {"boost": {"k": [3]}}}}, "params.yaml: lanml.grids.boost: unknown method"),
+    ({"lanml": {"datasets": ["mnist"]}}, "params.yaml: lanml.datasets: 'mnist' is not one of"),
     ({"eval": {"recall_at": [0, 1]}}, "params.yaml: eval.recall_at:"),
 ])
 def test_bad_values_name_the_key(tiny_dict, override, message):

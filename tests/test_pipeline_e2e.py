@@ -31,7 +31,7 @@ def stages_run(output: str) -> set[str]:
 @pytest.fixture(scope="module")
 def repo(tmp_path_factory):
     repo = tmp_path_factory.mktemp("project")
-    for name in ("pipeline", "stages"):
+    for name in ("pipeline", "stages", "reference"):
         shutil.copytree(ROOT / name, repo / name, ignore=shutil.ignore_patterns("__pycache__"))
     shutil.copy(ROOT / "dvc.yaml", repo)
     (repo / "params.yaml").write_text(yaml.safe_dump(merge(project_params(), TINY_OVERRIDES), sort_keys=False))
@@ -47,7 +47,7 @@ def repo(tmp_path_factory):
 
 def test_repro_builds_every_output(repo):
     out = sh(DVC + ["repro"], repo)
-    expected = {"prepare", "embed", "poc", "report", "evaluate@ms", "evaluate@proxy_anchor",
+    expected = {"prepare", "embed", "poc", "report", "lanml@iris", "evaluate@ms", "evaluate@proxy_anchor",
                 "evaluate_ccp@c2-loss_proxy", "evaluate_ccp@c2-ccp", "evaluate_profs@ms-plain",
                 "evaluate_profs@ms-profs_hncm"}
     expected |= {f"train_profs@ms-{v}-{f}" for v in ("plain", "profs_hncm") for f in (0, 1)}
@@ -61,6 +61,8 @@ def test_repro_builds_every_output(repo):
         assert f"| {method} | separated-8D |" in results and f"| {method} | concatenated-16D |" in results
         assert (repo / "reports" / "train_logs" / method / "fold-1.csv").read_text().startswith("epoch,")
     assert "pixels (raw grey intensities" in results
+    lanml = (repo / "reports" / "lanml.md").read_text()
+    assert "## iris (150 samples, 4 features, 3 classes)" in lanml and "| lanml_minus |" in lanml
     shown = sh(DVC + ["metrics", "show", "--json"], repo)
     assert "map_at_r" in shown
     sh(["git", "add", "-A"], repo)

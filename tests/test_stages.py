@@ -66,3 +66,24 @@ def test_report_names_a_missing_metrics_file(tmp_path, tiny_dict):
     assert done.returncode == 2
     assert "metrics not found (run the evaluate stage of ms)" in done.stderr
     assert not (tmp_path / "rep").exists()
+
+
+def test_lanml_stage_names_an_unknown_data_set(tmp_path, tiny_dict):
+    out = tmp_path / "x.json"
+    done = run_stage("lanml", write_params(tmp_path / "params.yaml", tiny_dict), "--dataset", "mnist",
+                     "--cache", str(tmp_path / "uci"), "--out", str(out))
+    assert done.returncode == 2
+    assert done.stderr.strip().splitlines()[-1].startswith("error: unknown data set 'mnist' (valid: iris, wine,")
+    assert not out.exists()
+
+
+def test_report_names_missing_lanml_results(tmp_path, tiny_dict):
+    metrics = tmp_path / "metrics"
+    metrics.mkdir()
+    done = run_stage("report", write_params(tmp_path / "params.yaml", merge(tiny_dict, {"experiment": {"methods": []},
+                     "ccp": {"losses": []}, "profs": {"losses": []}})), "--metrics", str(metrics),
+                     "--lanml", str(tmp_path / "none"), "--out", str(tmp_path / "rep"))
+    assert done.returncode == 2
+    last = done.stderr.strip().splitlines()[-1]
+    assert last.startswith("error: ") and last.endswith("iris.json: LANML results not found (run lanml@iris)")
+    assert not (tmp_path / "rep").exists()  # nothing written before the check

@@ -78,3 +78,26 @@ def evaluate_split(x, y, method: str, grid: dict[str, list], split_seed: int, te
     return {"setting": setting, "k": k, "cv_accuracy": cv_acc, "accuracy": float(acc[k - 1]),
             "best_k_on_test": int(np.argmax(acc)) + 1, "accuracy_best_k_on_test": float(acc.max()),
             "fit_seconds": fit_seconds}
+
+
+def compare_methods(x, y, cfg, seed: int) -> dict:
+    """Every method of `cfg` (the lanml params section) over cfg.repeats splits: per-split results and
+    mean / sample std of the accuracies (in %) and of the fit time. Split r uses the same seed for every
+    method, so all methods see the same splits."""
+    from tqdm import tqdm
+
+    out = {}
+    jobs = [(m, r) for m in cfg.methods for r in range(cfg.repeats)]
+    for method, repeat in tqdm(jobs, desc="lanml", unit="fit"):
+        grid = dict(cfg.grids.get(method, {}))
+        if method == "lanml_minus":
+            grid["k_similar"] = [cfg.k_similar]
+        split = evaluate_split(x, y, method, grid, seed + repeat, cfg.test_fraction, cfg.max_k, cfg.cv_folds,
+                               cfg.pca_dims)
+        out.setdefault(method, {"splits": []})["splits"].append(split)
+    for method, result in out.items():
+        for key in ("accuracy", "accuracy_best_k_on_test", "fit_seconds"):
+            values = np.array([s[key] for s in result["splits"]]) * (100 if key != "fit_seconds" else 1)
+            result[key] = {"mean": float(values.mean()),
+                           "std": float(values.std(ddof=1)) if len(values) > 1 else 0.0}
+    return out

@@ -1,0 +1,44 @@
+"""The LANML report: per UCI data set, every linear method's kNN accuracy beside ANML Table 2."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pandas as pd
+
+# our method names -> the paper's row names
+PAPER_NAMES = {"lanml_minus": "LANML-", "lanml_plus": "LANML+", "pnca": "PNCA", "nca": "NCA", "lmnn": "LMNN",
+               "itml": "ITML", "scml": "SCML", "gmml": "GMML", "euclidean": None}
+
+
+def read_reference(path: Path) -> pd.DataFrame:
+    """The paper's Table 2 rows (dataset, method, accuracy, std, source), data set names in lower case."""
+    table = pd.read_csv(path, comment="#")
+    return table.assign(dataset=table["dataset"].str.lower())
+
+
+def lanml_markdown(results: list[dict], reference: pd.DataFrame, decimals: int) -> str:
+    """One table per data set: ours (K by cross-validation), ours (best K on test, the paper's reading),
+    the paper's value and our best-K-on-test minus the paper, and the mean fit time."""
+    f = f".{decimals}f"
+    lines = []
+    for result in results:
+        name = result["dataset"]
+        lines += [f"## {name} ({result['samples']} samples, {result['features']} features, "
+                  f"{result['classes']} classes)", "",
+                  "| method | accuracy, K by 5-fold CV | accuracy, best K on test (paper's reading) | paper (ANML Table 2) "
+                  "| difference (best K - paper) | fit time (s) |", "|---|---|---|---|---|---|"]
+        for method, r in result["methods"].items():
+            paper = reference[(reference["dataset"] == name) & (reference["method"] == PAPER_NAMES.get(method))]
+            acc, best = r["accuracy"], r["accuracy_best_k_on_test"]
+            paper_text, diff = "-", "-"
+            if len(paper):
+                value = float(paper["accuracy"].iloc[0])
+                paper_text = f"{value:{f}} ± {float(paper['std'].iloc[0]):{f}}"
+                diff = f"{best['mean'] - value:+{f}}"
+            lines.append(f"| {method} | {acc['mean']:{f}} ± {acc['std']:{f}} | {best['mean']:{f}} ± {best['std']:{f}} "
+                         f"| {paper_text} | {diff} | {r['fit_seconds']['mean']:.3f} |")
+        if "lmnn_over_lanml_minus_fit_time" in result:
+            lines += ["", f"Fit time LMNN / LANML- (projected gradient): {result['lmnn_over_lanml_minus_fit_time']:.2f}"]
+        lines.append("")
+    return "\n".join(lines)
