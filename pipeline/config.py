@@ -396,30 +396,11 @@ class BaselineConfig(MethodConfig):
 
 
 @dataclass
-class C1Config:
-    """C1: contrastive on cosine similarity (XBM style); negatives penalised above neg_margin."""
-
-    neg_margin: float = param(0.5, ge=-1.0, le=1.0)
-
-
-@dataclass
 class C2Config:
     """C2: contrastive with positive margin, CCP eq. 4.2: (y_ij (d_ij - beta) + alpha)_+, beta >= alpha > 0."""
 
     alpha: float = param(0.19205, gt=0.0)
     beta: float = param(0.19205, gt=0.0)
-
-
-@dataclass
-class MSLossConfig:
-    alpha: float = param(2.0, gt=0.0)
-    beta: float = param(40.0, gt=0.0)
-    base: float = param(0.5)
-
-
-@dataclass
-class TripletConfig:
-    margin: float = param(0.0961, ge=0.0)
 
 
 @dataclass
@@ -438,47 +419,11 @@ class CCPConfig(MethodConfig):
     in_batch_weight: float = param(0.1, ge=0.0)
     proxy_lr: float = param(1e-2, gt=0.0)
     reducer: str = param("mean", choices=["mean", "avg_nonzero"])
-    c1: C1Config = field(default_factory=C1Config)
+    # the pair losses' settings (C2 is CCP's own; the others share the baselines' schemas)
+    c1: CosineContrastiveLossParams = field(default_factory=CosineContrastiveLossParams)
     c2: C2Config = field(default_factory=C2Config)
-    ms: MSLossConfig = field(default_factory=MSLossConfig)
-    triplet: TripletConfig = field(default_factory=TripletConfig)
-
-
-@dataclass
-class ContrastiveConfig:
-    """PROFS eq. 4.6: [d - eps+]_+ on positives, [eps- - d]_+ on negatives (Euclidean)."""
-
-    pos_margin: float = param(0.0, ge=0.0)
-    neg_margin: float = param(0.8, gt=0.0)
-
-
-@dataclass
-class MarginLossConfig:
-    """Margin loss (Wu et al. 2017): beta the boundary, margin the half-gap (Euclidean)."""
-
-    margin: float = param(0.2, ge=0.0)
-    beta: float = param(1.2, gt=0.0)
-
-
-@dataclass
-class LiftedLossConfig:
-    neg_margin: float = param(1.0, gt=0.0)
-
-
-@dataclass
-class AngularConfig:
-    alpha: float = param(40.0, gt=0.0, lt=90.0)
-
-
-@dataclass
-class SoftTripleConfig:
-    """SoftTriple (Qian et al. 2019), pytorch-metric-learning; centres have their own learning rate."""
-
-    centers_per_class: int = param(2, ge=1)
-    la: float = param(20.0, gt=0.0)
-    gamma: float = param(0.1, gt=0.0)
-    margin: float = param(0.01, ge=0.0)
-    center_lr: float = param(1e-2, gt=0.0)
+    ms: MultiSimilarityLossParams = field(default_factory=MultiSimilarityLossParams)
+    triplet: TripletLossParams = field(default_factory=lambda: TripletLossParams(margin=0.0961))
 
 
 @dataclass
@@ -498,13 +443,17 @@ class PROFSConfig(MethodConfig):
     hard_classes: int = param(1, ge=1)
     # contrastive/triplet/margin: as many hard negatives as positives per anchor (section 5.3), or all pairs
     pair_sampling: str = param("one_negative_per_positive", choices=["one_negative_per_positive", "all"])
-    contrastive: ContrastiveConfig = field(default_factory=ContrastiveConfig)
-    triplet: TripletConfig = field(default_factory=lambda: TripletConfig(margin=0.1))
-    margin: MarginLossConfig = field(default_factory=MarginLossConfig)
-    ms: MSLossConfig = field(default_factory=lambda: MSLossConfig(alpha=2.0, beta=50.0, base=0.5))
-    lifted: LiftedLossConfig = field(default_factory=LiftedLossConfig)
-    angular: AngularConfig = field(default_factory=AngularConfig)
-    softtriple: SoftTripleConfig = field(default_factory=SoftTripleConfig)
+    # learning rate of the loss's own parameters (SoftTriple's centres)
+    loss_lr: float = param(1e-2, gt=0.0)
+    # each loss's settings, in the baselines' schemas (PROFS eq. 4.6 margins for contrastive; SoftTriple
+    # without the centre regulariser, tau = 0, as in the PROFS paper's use)
+    contrastive: ContrastiveLossParams = field(default_factory=lambda: ContrastiveLossParams(neg_margin=0.8))
+    triplet: TripletLossParams = field(default_factory=lambda: TripletLossParams(margin=0.1))
+    margin: MarginLossParams = field(default_factory=lambda: MarginLossParams(learn_beta=False))
+    ms: MultiSimilarityLossParams = field(default_factory=lambda: MultiSimilarityLossParams(beta=50.0))
+    lifted: GeneralizedLiftedLossParams = field(default_factory=lambda: GeneralizedLiftedLossParams(embedding_reg=0.0))
+    angular: AngularLossParams = field(default_factory=lambda: AngularLossParams(alpha=40.0))
+    softtriple: SoftTripleLossParams = field(default_factory=lambda: SoftTripleLossParams(la=20.0, tau=0.0))
 
 
 @dataclass
@@ -651,6 +600,13 @@ def _check_consistency(p: Params, source: str) -> None:
     if p.ccp.c2.beta < p.ccp.c2.alpha:
         raise ParamsError(f"{source}: ccp.c2.beta: must be >= ccp.c2.alpha (eq. 4.2 needs beta >= alpha > 0)")
     _check_lanml_grids(p.lanml, source)
+    for section in ("ccp", "profs"):  # a section's loss settings are for the loss its key names
+        node = getattr(p, section)
+        for f in dataclasses.fields(node):
+            value = getattr(node, f.name)
+            if hasattr(value, "name") and value.name != type(value)().name:
+                raise ParamsError(f"{source}: {section}.{f.name}.name: must be {type(value)().name!r} "
+                                  f"(or left out), got {value.name!r}")
     if p.profs.hard_classes >= p.train.classes_per_batch:
         raise ParamsError(f"{source}: profs.hard_classes: must be < train.classes_per_batch "
                           f"({p.profs.hard_classes} >= {p.train.classes_per_batch}; an HNCM batch needs a seed class)")

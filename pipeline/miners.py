@@ -7,6 +7,12 @@ from pytorch_metric_learning.miners import BaseMiner
 from pytorch_metric_learning.utils import loss_and_miner_utils as lmu
 
 
+def _dissimilarity(distance, embeddings, ref_emb) -> torch.Tensor:
+    """The miner's distance matrix, negated when it is a similarity, so that smaller is always nearer."""
+    dist = distance(embeddings, ref_emb)
+    return -dist if distance.is_inverted else dist
+
+
 class OneNegativePerPositiveMiner(BaseMiner):
     """Each anchor gets as many negatives as it has positives: its nearest other-class references.
 
@@ -21,9 +27,7 @@ class OneNegativePerPositiveMiner(BaseMiner):
 
     def mine(self, embeddings, labels, ref_emb, ref_labels):
         matches, diffs = lmu.get_matches_and_diffs(labels, ref_labels)
-        dist = self.distance(embeddings, ref_emb)
-        if self.distance.is_inverted:  # a similarity: larger is nearer
-            dist = -dist
+        dist = _dissimilarity(self.distance, embeddings, ref_emb)
         nearest_negatives = dist.masked_fill(diffs == 0, float("inf")).argsort(dim=1)
         anchors, positives = torch.where(matches)
         rank = (matches.cumsum(dim=1) - 1)[anchors, positives]  # r: which positive of its anchor
@@ -52,9 +56,7 @@ class TripletPerAnchorMiner(BaseMiner):
 
     def mine(self, embeddings, labels, ref_emb, ref_labels):
         matches, diffs = (m.bool() for m in lmu.get_matches_and_diffs(labels, ref_labels))
-        dist = self.distance(embeddings, ref_emb)
-        if self.distance.is_inverted:
-            dist = -dist
+        dist = _dissimilarity(self.distance, embeddings, ref_emb)
         positives, negatives = matches, diffs
         if self.rule == "softhard":
             nearest_neg = dist.masked_fill(~diffs, float("inf")).amin(dim=1, keepdim=True)

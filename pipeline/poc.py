@@ -25,6 +25,7 @@ from pipeline.methods.ccp import CCPObjective
 from pipeline.methods.kcenter import covering_radius, k_center_per_class
 from pipeline.models.embedder import Embedder, build_head
 from pipeline.runtime import derive_seed, seed_everything
+from pipeline.samplers import rows_per_class
 from pipeline.training import FoldData, embed, fit
 
 log = logging.getLogger(__name__)
@@ -68,8 +69,7 @@ def run_poc(params: Params, variant: str, data: FoldData, device: torch.device) 
     with torch.no_grad():
         proxies = objective.references(model).cpu()
     proxy_labels = objective.anchor_labels.cpu()
-    rows_per_class = [np.flatnonzero(data.train_labels == c) for c in range(10)]
-    _, next_proxies = k_center_per_class(rows_per_class, lambda rows: emb[torch.as_tensor(rows)], proxies,
+    _, next_proxies = k_center_per_class(rows_per_class(data.train_labels), lambda rows: emb[torch.as_tensor(rows)], proxies,
                                          proxy_labels, poc.proxies_per_class, poc.pool_size)
     radius = covering_radius(emb, labels, proxies, proxy_labels)
     next_radius = covering_radius(emb, labels, next_proxies, proxy_labels)

@@ -19,6 +19,12 @@ from torch.utils.data import Sampler
 ClassChooser = Callable[[np.random.Generator, int], np.ndarray]
 
 
+def rows_per_class(labels: np.ndarray) -> list[np.ndarray]:
+    """The dataset rows of each class 0..C-1 (labels are remapped to that range)."""
+    labels = np.asarray(labels)
+    return [np.flatnonzero(labels == c) for c in range(int(labels.max()) + 1)]
+
+
 def random_classes(num_classes: int) -> ClassChooser:
     """`n` classes uniformly at random, without replacement."""
     return lambda rng, n: rng.choice(num_classes, size=n, replace=False)
@@ -29,8 +35,7 @@ class ClassBatchSampler(Sampler[list[int]]):
 
     def __init__(self, labels: np.ndarray, classes_per_batch: int, images_per_class: int, steps: int,
                  seed: int, choose_classes: ClassChooser | None = None):
-        labels = np.asarray(labels)
-        self.rows = [np.flatnonzero(labels == c) for c in range(int(labels.max()) + 1)]
+        self.rows = rows_per_class(labels)
         self.sizes = np.array([len(r) for r in self.rows])
         self.table = np.zeros((len(self.rows), self.sizes.max()), dtype=np.int64)  # class -> its rows, padded
         for c, r in enumerate(self.rows):
@@ -71,8 +76,7 @@ class RandomClassBatchSampler(Sampler[list[int]]):
     batches: images of a class drawn without replacement within a batch where the class has enough)."""
 
     def __init__(self, labels: np.ndarray, batch_size: int, steps: int, seed: int):
-        labels = np.asarray(labels)
-        self.rows = [np.flatnonzero(labels == c) for c in range(int(labels.max()) + 1)]
+        self.rows = rows_per_class(labels)
         self.batch_size, self.steps = batch_size, steps
         self.rng = np.random.default_rng(seed)
 

@@ -27,6 +27,7 @@ from tqdm import tqdm
 from pipeline.config import TrainConfig
 from pipeline.evaluation.retrieval import map_at_r
 from pipeline.methods.objective import Objective, trainable
+from pipeline.samplers import rows_per_class
 
 log = logging.getLogger(__name__)
 
@@ -66,8 +67,7 @@ class TrainContext:
     @cached_property
     def rows_per_class(self) -> list[np.ndarray]:
         """Training-set rows of each class 0..C-1 (training labels are remapped to that range)."""
-        labels = self.data.train_labels
-        return [np.flatnonzero(labels == c) for c in range(int(labels.max()) + 1)]
+        return rows_per_class(self.data.train_labels)
 
     def inputs(self, rows) -> torch.Tensor:
         """Model inputs of training rows (through the training transform), on the device."""

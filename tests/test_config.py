@@ -45,6 +45,7 @@ def test_scientific_notation_loads_as_float(tmp_path, tiny_dict, text, value):
     ({"train": {"lr": float("nan")}}, "params.yaml: train.lr: must be finite"),
     ({"experiment": {"methods": ["ms", "nope"]}}, "params.yaml: experiment.methods: unknown method 'nope' (valid: the runs under baselines: angular, anml_lifted, "),
     ({"experiment": {"folds": [0, 2]}}, "params.yaml: experiment.folds:"),
+    ({"profs": {"ms": {"name": "triplet"}}}, "params.yaml: profs.ms.name: must be 'multi_similarity' (or left out)"),
     ({"lanml": {"grids": {"lanml_minus": {"gamma1": [-1.0, 0.5]}}}},
      "params.yaml: lanml.grids.lanml_minus.gamma1: every value must be < 0 (LANML- needs gamma1 < 0 < gamma2"),
     ({"lanml": {"grids": {"lanml_plus": {"gamma2": [-2.0]}}}}, "params.yaml: lanml.grids.lanml_plus.gamma2: every value must be > 0"),

@@ -53,9 +53,9 @@ def _numeric(rows: list[list[str]], name: str) -> np.ndarray:
         raise DatasetError(f"{name}: non-numeric feature value ({str(err).split(': ')[-1]})") from err
 
 
-def _table(data: bytes, name: str, label: int, drop: tuple[int, ...] = (), sep=None, skip=0):
+def _table(data: bytes, name: str, label: int, drop: tuple[int, ...] = (), sep=None):
     """Whitespace or `sep` separated rows; column `label` is the class, columns in `drop` are ignored."""
-    rows = _rows(data, sep, skip)
+    rows = _rows(data, sep)
     width = len(rows[0])
     if any(len(r) != width for r in rows):
         raise DatasetError(f"{name}: rows of different lengths")
@@ -64,17 +64,10 @@ def _table(data: bytes, name: str, label: int, drop: tuple[int, ...] = (), sep=N
     return _numeric([[r[c] for c in keep] for r in rows], name), np.array([r[label] for r in rows])
 
 
-def parse_ecoli(files):  # sequence name, 7 features, class
-    return _table(files[0], "ecoli.data", label=-1, drop=(0,))
-
-
-def parse_glass(files):  # id, 9 features, class
-    return _table(files[0], "glass.data", label=-1, drop=(0,), sep=",")
-
-
-def parse_statlog(name):  # features then class, whitespace separated (australian, vehicle parts)
+def parse_tables(name: str, label: int, drop: tuple[int, ...] = (), sep=None):
+    """A parser of one or more files of the same table layout (see _table), stacked in file order."""
     def parse(files):
-        parts = [_table(f, name, label=-1) for f in files]
+        parts = [_table(f, name, label, drop, sep) for f in files]
         return np.vstack([p[0] for p in parts]), np.concatenate([p[1] for p in parts])
     return parse
 
@@ -86,27 +79,12 @@ def parse_german(files):
     return _numeric(feats, "german.data"), np.array([r[-1] for r in rows])
 
 
-def parse_monk(files):  # class, 6 attributes, id
-    return _table(files[0], "monks-1.test", label=0, drop=(-1,))
-
-
 def parse_flare(files):
     """flare.data1: header line; modified Zurich class (the label, 6 values) + 12 attributes, the
     two other letter-coded attributes mapped to their rank in the alphabet."""
     rows = _rows(files[0], skip=1)
     feats = [[str(ord(c) - ord("A")) if c.isalpha() else c for c in r[1:]] for r in rows]
     return _numeric(feats, "flare.data1"), np.array([r[0] for r in rows])
-
-
-def parse_csv_label_last(name):
-    def parse(files):
-        parts = [_table(f, name, label=-1, sep=",") for f in files]
-        return np.vstack([p[0] for p in parts]), np.concatenate([p[1] for p in parts])
-    return parse
-
-
-def parse_letter(files):  # letter, 16 features
-    return _table(files[0], "letter-recognition.data", label=0, sep=",")
 
 
 def parse_libsvm(name, dims):
@@ -148,20 +126,22 @@ def parse_coil20(files):
     return np.array(xs), np.array(ys)
 
 
+# layouts: ecoli = sequence name, features, class; glass = id, features, class; monk = class, attributes, id;
+# letter = class, features; the others: features, then class
 SOURCES: dict[str, Source] = {
-    "australian": Source([(f"{UCI}/statlog/australian/australian.dat", None)], parse_statlog("australian.dat")),
+    "australian": Source([(f"{UCI}/statlog/australian/australian.dat", None)], parse_tables("australian.dat", label=-1)),
     "cars": Source([(f"{UCI}/auto-mpg/auto-mpg.data", None)], parse_auto_mpg),
-    "ecoli": Source([(f"{UCI}/ecoli/ecoli.data", None)], parse_ecoli),
+    "ecoli": Source([(f"{UCI}/ecoli/ecoli.data", None)], parse_tables("ecoli.data", label=-1, drop=(0,))),
     "german": Source([(f"{UCI}/statlog/german/german.data", None)], parse_german),
-    "glass": Source([(f"{UCI}/glass/glass.data", None)], parse_glass),
-    "isolet": Source([(f"{UCI}/isolet/isolet5.data.Z", None)], parse_csv_label_last("isolet5.data")),
-    "monk1": Source([(f"{UCI}/monks-problems/monks-1.test", None)], parse_monk),
+    "glass": Source([(f"{UCI}/glass/glass.data", None)], parse_tables("glass.data", label=-1, drop=(0,), sep=",")),
+    "isolet": Source([(f"{UCI}/isolet/isolet5.data.Z", None)], parse_tables("isolet5.data", label=-1, sep=",")),
+    "monk1": Source([(f"{UCI}/monks-problems/monks-1.test", None)], parse_tables("monks-1.test", label=0, drop=(-1,))),
     "solar": Source([(f"{UCI}/solar-flare/flare.data1", None)], parse_flare),
     "vehicle": Source([(f"{UCI}/statlog/vehicle/xa{c}.dat", None) for c in "abcdefghi"],
-                      parse_statlog("vehicle xa?.dat")),
+                      parse_tables("vehicle xa?.dat", label=-1)),
     "pendigits": Source([(f"{UCI}/pendigits/pendigits.tra", None), (f"{UCI}/pendigits/pendigits.tes", None)],
-                        parse_csv_label_last("pendigits")),
-    "letter": Source([(f"{UCI}/letter-recognition/letter-recognition.data", None)], parse_letter),
+                        parse_tables("pendigits", label=-1, sep=",")),
+    "letter": Source([(f"{UCI}/letter-recognition/letter-recognition.data", None)], parse_tables("letter-recognition.data", label=0, sep=",")),
     "usps": Source([(f"{LIBSVM}/usps.bz2", None), (f"{LIBSVM}/usps.t.bz2", None)], parse_libsvm("usps", 256)),
     "coil20": Source([("https://www.cs.columbia.edu/CAVE/databases/SLAM_coil-20_coil-100/coil-20/coil-20-proc.zip",
                        None)], parse_coil20),

@@ -57,8 +57,7 @@ def neighbourhoods(x: np.ndarray, y: np.ndarray, k_similar: int | None) -> Neigh
         raise LANMLError("every sample needs another sample of its class (a class has a single sample)")
     similar = same
     if k_similar is not None:
-        d = ((x[:, None, :] - x[None, :, :]) ** 2).sum(-1)
-        d = np.where(same, d, np.inf)
+        d = np.where(same, mahalanobis_sq(x, np.eye(x.shape[1])), np.inf)  # squared Euclidean
         nearest = np.argsort(d, axis=1, kind="stable")[:, :k_similar]
         similar = np.zeros_like(same)
         np.put_along_axis(similar, nearest, True, axis=1)
@@ -116,8 +115,8 @@ class LANMLProblem:
         self.reg_coef = s / (len(s) * s.sum(axis=1, keepdims=True))  # Omega(M) = sum reg_coef_ij d_ij
         self.reg_matrix = pair_gradient(self.x, self.reg_coef)  # Omega(M) = <M, reg_matrix>
 
-    def value_and_gradient(self, m: np.ndarray, mu: float = 0.0) -> tuple[float, np.ndarray]:
-        """f(M) (hinge smoothed on [0, mu]) and its gradient in M."""
+    def _value_and_pair_weights(self, m: np.ndarray, mu: float) -> tuple[float, np.ndarray]:
+        """f(M) and the weight of every pair's d_M in its gradient (without the regulariser's)."""
         d = mahalanobis_sq(self.x, m)
         s, w = log_exp_mean(d, self.sets.similar, self.gamma1)
         t, v = log_exp_mean(d, self.sets.dissimilar, self.gamma2)
@@ -125,14 +124,21 @@ class LANMLProblem:
             h, dh = s - t, np.ones_like(s)
         else:
             h, dh = huber_hinge(self.margin + s - t, mu)
-        n = len(self.x)
         value = h.mean() + self.lam * float(np.sum(m * self.reg_matrix))
-        coef = dh[:, None] * (w - v) / n
+        return value, dh[:, None] * (w - v) / len(self.x)
+
+    def value(self, m: np.ndarray, mu: float = 0.0) -> float:
+        """f(M), the hinge smoothed on [0, mu] (mu = 0: the exact objective)."""
+        return self._value_and_pair_weights(m, mu)[0]
+
+    def value_and_gradient(self, m: np.ndarray, mu: float = 0.0) -> tuple[float, np.ndarray]:
+        """f(M) (hinge smoothed on [0, mu]) and its gradient in M."""
+        value, coef = self._value_and_pair_weights(m, mu)
         return value, pair_gradient(self.x, coef) + self.lam * self.reg_matrix
 
     def objective(self, m: np.ndarray) -> float:
         """f(M) with the exact hinge."""
-        return self.value_and_gradient(m)[0]
+        return self.value(m)
 
 
 def project_psd(m: np.ndarray) -> np.ndarray:
@@ -192,27 +198,27 @@ def solve_projected_gradient(problem: LANMLProblem, m0: np.ndarray | None = None
     divided by 10 whenever the relative decrease stalls, down to mu_min (continuation)."""
     dim = problem.x.shape[1]
     m = np.eye(dim) if m0 is None else project_psd(m0)
-    y, m_prev, t, step, mu = m.copy(), m.copy(), 1.0, 1.0, mu0
-    f_prev = problem.value_and_gradient(m, mu)[0]
+    y, t, step, mu = m.copy(), 1.0, 1.0, mu0
+    f_prev = problem.value(m, mu)
     for _ in range(max_iter):
         f_y, g_y = problem.value_and_gradient(y, mu)
         while True:  # backtracking on the quadratic upper bound
             m_new = project_psd(y - step * g_y)
             diff = m_new - y
-            if problem.value_and_gradient(m_new, mu)[0] <= f_y + np.sum(g_y * diff) + np.sum(diff**2) / (2 * step):
+            f_new = problem.value(m_new, mu)
+            if f_new <= f_y + np.sum(g_y * diff) + np.sum(diff**2) / (2 * step):
                 break
             step /= 2
         t_new = (1 + math.sqrt(1 + 4 * t * t)) / 2
         y = m_new + (t - 1) / t_new * (m_new - m)
-        m_prev, m, t = m, m_new, t_new
-        f_new = problem.value_and_gradient(m, mu)[0]
+        m, t = m_new, t_new
         if f_new > f_prev:  # restart the momentum when the objective goes up
             y, t = m.copy(), 1.0
         if abs(f_prev - f_new) <= tol * max(1.0, abs(f_new)):
             if mu <= mu_min:
                 break
             mu, t, y = max(mu / 10, mu_min), 1.0, m.copy()
-            f_new = problem.value_and_gradient(m, mu)[0]
+            f_new = problem.value(m, mu)
         f_prev = f_new
         step *= 2  # let the step grow again
     return m

@@ -13,8 +13,8 @@ from collections.abc import Callable
 import numpy as np
 from scipy.linalg import fractional_matrix_power, sqrtm
 
-from pipeline.linear.lanml import (LANMLError, LANMLProblem, neighbourhoods, pnca_value_and_gradient,
-                                   solve_factored, solve_projected_gradient)
+from pipeline.linear.lanml import (LANMLError, LANMLProblem, neighbourhoods, pair_gradient,
+                                   pnca_value_and_gradient, solve_factored, solve_projected_gradient)
 
 
 def fit_euclidean(x, y, random_state: int = 0) -> np.ndarray:
@@ -74,19 +74,14 @@ def fit_scml(x, y, random_state: int = 0) -> np.ndarray:
 def fit_gmml(x, y, t: float = 0.5, reg: float = 1e-3, random_state: int = 0) -> np.ndarray:
     """GMML: M = A^{-1} #_t B, the point at t on the geodesic from A^{-1} to B, with A (B) the scatter of
     the similar (dissimilar) pairs, each regularised by reg * I (Zadeh et al. 2016, eq. 11 and 15)."""
-    same = y[:, None] == y[None, :]
-    diff = x[:, None, :] - x[None, :, :]
+    same = (y[:, None] == y[None, :]).astype(float)
     eye = reg * np.eye(x.shape[1])
-    a = _scatter(diff[same]) + eye
-    b = _scatter(diff[~same]) + eye
+    a = pair_gradient(x, same) + eye  # sum over ordered pairs of (x_i - x_j)(x_i - x_j)^T
+    b = pair_gradient(x, 1 - same) + eye
     a_half, a_inv_half = np.real(sqrtm(a)), np.real(fractional_matrix_power(a, -0.5))
     middle = np.real(fractional_matrix_power(a_half @ b @ a_half, t))
     m = a_inv_half @ middle @ a_inv_half
     return (m + m.T) / 2
-
-
-def _scatter(deltas: np.ndarray) -> np.ndarray:
-    return deltas.T @ deltas
 
 
 METHODS: dict[str, Callable] = {

@@ -24,6 +24,11 @@ def _euclidean():
     return distances.LpDistance(normalize_embeddings=False, p=2, power=1)
 
 
+def _embedding_reg(weight: float) -> dict:
+    """nu * mean squared norm of the embeddings (Revisiting eq. 3-4), left out when nu = 0."""
+    return {"embedding_regularizer": regularizers.LpRegularizer(power=2), "embedding_reg_weight": weight} if weight else {}
+
+
 def build_loss(cfg, num_classes: int, embedding_dim: int) -> torch.nn.Module:
     """The loss a run's `loss:` mapping names, with its hyperparameters."""
     name = cfg.name
@@ -43,11 +48,9 @@ def build_loss(cfg, num_classes: int, embedding_dim: int) -> torch.nn.Module:
                                                      reducer=reducers.MeanReducer())
     if name == "generalized_lifted":  # Revisiting eq. 3
         return losses.GeneralizedLiftedStructureLoss(neg_margin=cfg.neg_margin, pos_margin=0.0, distance=_euclidean(),
-                                                     embedding_regularizer=regularizers.LpRegularizer(power=2),
-                                                     embedding_reg_weight=cfg.embedding_reg)
+                                                     **_embedding_reg(cfg.embedding_reg))
     if name == "npair":
-        return losses.NPairsLoss(embedding_regularizer=regularizers.LpRegularizer(power=2),
-                                 embedding_reg_weight=cfg.embedding_reg)
+        return losses.NPairsLoss(**_embedding_reg(cfg.embedding_reg))
     if name == "angular":
         return losses.AngularLoss(alpha=cfg.alpha)
     if name == "arcface":
@@ -66,7 +69,7 @@ def build_loss(cfg, num_classes: int, embedding_dim: int) -> torch.nn.Module:
                                         embedding_reg_weight=cfg.zero_mean_reg)
     if name == "softtriple":  # Revisiting eq. 16-18; tau weighs the centre regulariser (eq. 18, K > 1 only)
         sparse = {"weight_regularizer": regularizers.SparseCentersRegularizer(num_classes, cfg.centers_per_class),
-                  "weight_reg_weight": cfg.tau} if cfg.centers_per_class > 1 else {}
+                  "weight_reg_weight": cfg.tau} if cfg.centers_per_class > 1 and cfg.tau > 0 else {}
         return losses.SoftTripleLoss(num_classes, embedding_dim, centers_per_class=cfg.centers_per_class,
                                      la=cfg.la, gamma=cfg.gamma, margin=cfg.margin, **sparse)
     if name == "normalized_softmax":
@@ -109,13 +112,16 @@ class BaselineObjective(Objective):
 
     def batch_sampler(self, labels, cfg: TrainConfig):
         """SPC-k with k other than train.images_per_class, or random-class batches; else the default."""
-        batch = cfg.classes_per_batch * cfg.images_per_class
-        seed = int(torch.randint(2**31 - 1, ()))
+        batch, k = cfg.classes_per_batch * cfg.images_per_class, self.sampler.images_per_class
         if self.sampler.name == "random_class":
-            return RandomClassBatchSampler(labels, batch, cfg.steps_per_epoch, seed)
-        k = self.sampler.images_per_class
+            return RandomClassBatchSampler(labels, batch, cfg.steps_per_epoch, _sampler_seed())
         if k and (batch % k or batch // k < 2):
             raise ValueError(f"sampler.images_per_class={k} must divide the batch of {batch} into >= 2 classes")
         if k and k != cfg.images_per_class:
-            return ClassBatchSampler(labels, batch // k, k, cfg.steps_per_epoch, seed)
+            return ClassBatchSampler(labels, batch // k, k, cfg.steps_per_epoch, _sampler_seed())
         return None
+
+
+def _sampler_seed() -> int:
+    """A sampler seed from torch's generator (seeded per run), drawn only when a sampler is built."""
+    return int(torch.randint(2**31 - 1, ()))

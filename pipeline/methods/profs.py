@@ -46,8 +46,9 @@ import math
 import numpy as np
 import torch
 import torch.nn.functional as F
-from pytorch_metric_learning import distances, losses
+from pytorch_metric_learning import losses
 
+from pipeline.methods.baselines import build_loss
 from pipeline.methods.objective import Objective, projection_penalty, trainable
 from pipeline.miners import OneNegativePerPositiveMiner
 from pipeline.samplers import ClassBatchSampler
@@ -114,29 +115,13 @@ class RepresentativeNPairLoss(torch.nn.Module):
 
 
 def build_profs_loss(name: str, cfg, num_classes: int = 0, embedding_dim: int = 0):
-    """pytorch-metric-learning losses with the PROFS section's settings (Euclidean on normalised embeddings)."""
-    euclidean = distances.LpDistance(normalize_embeddings=False)
-    if name == "contrastive":  # PROFS eq. 4.6: [d - eps+]_+ for positives, [eps- - d]_+ for negatives
-        return losses.ContrastiveLoss(pos_margin=cfg.contrastive.pos_margin, neg_margin=cfg.contrastive.neg_margin,
-                                      distance=euclidean)
-    if name == "triplet":
-        return losses.TripletMarginLoss(margin=cfg.triplet.margin, distance=euclidean)
-    if name == "margin":
-        return losses.MarginLoss(margin=cfg.margin.margin, beta=cfg.margin.beta, distance=euclidean)
-    if name == "ms":
-        return losses.MultiSimilarityLoss(alpha=cfg.ms.alpha, beta=cfg.ms.beta, base=cfg.ms.base)
-    if name == "lifted":
-        return losses.GeneralizedLiftedStructureLoss(neg_margin=cfg.lifted.neg_margin, pos_margin=0.0,
-                                                     distance=euclidean)
-    if name == "angular":
-        return losses.AngularLoss(alpha=cfg.angular.alpha)
+    """The loss `name` with the PROFS section's settings for it (the baselines' builder; N-pair pairs
+    examples with representatives, see RepresentativeNPairLoss)."""
     if name == "npair":
         return RepresentativeNPairLoss()
-    if name == "softtriple":
-        t = cfg.softtriple
-        return losses.SoftTripleLoss(num_classes, embedding_dim, centers_per_class=t.centers_per_class,
-                                     la=t.la, gamma=t.gamma, margin=t.margin)
-    raise ValueError(f"unknown PROFS loss {name!r} (valid: {', '.join(LOSSES)})")
+    if name not in LOSSES:
+        raise ValueError(f"unknown PROFS loss {name!r} (valid: {', '.join(LOSSES)})")
+    return build_loss(getattr(cfg, name), num_classes, embedding_dim)
 
 
 class PROFSObjective(Objective):
@@ -149,7 +134,7 @@ class PROFSObjective(Objective):
         criterion = build_profs_loss(loss, cfg, num_classes, embedding_dim)
         mined = loss in MINED_LOSSES and cfg.pair_sampling == "one_negative_per_positive"
         super().__init__(criterion, miner=OneNegativePerPositiveMiner(distance=criterion.distance) if mined else None,
-                         lr=cfg.softtriple.center_lr if loss == "softtriple" else None)
+                         lr=cfg.loss_lr if loss == "softtriple" else None)
         self.cfg, self.variant, self.num_classes = cfg, variant, num_classes
         self.hncm = variant == "profs_hncm"
         self.regulariser_only = loss == "softtriple"
