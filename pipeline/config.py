@@ -23,8 +23,10 @@ from typing import Any
 from omegaconf import DictConfig, OmegaConf
 from omegaconf.errors import ConfigKeyError, OmegaConfBaseException
 
+from pipeline.errors import PipelineError
 
-class ParamsError(ValueError):
+
+class ParamsError(PipelineError, ValueError):
     """A params.yaml problem; the message is one line naming the key."""
 
 
@@ -95,6 +97,9 @@ class TrainConfig:
     # finetune-mode augmentation: random crop after zero padding, horizontal flip off for digits
     augment_pad: int = param(2, ge=0)
     num_workers: int = param(0, ge=0)
+    # a stage's independent jobs (folds, ablation grid points) run in this many processes (pipeline/parallel.py)
+    workers: int = param(1, ge=1)
+    threads_per_worker: int = param(1, ge=1)
 
 
 @dataclass
@@ -488,8 +493,41 @@ class LanmlConfig:
     max_k: int = param(40, ge=1)  # kNN with K in 1..max_k
     pca_dims: int = param(150, ge=1)  # PCA when there are more features
     k_similar: int = param(10, ge=1)  # LANML-: S_i = the k nearest same-class samples
+    # LANML- projected gradient: stop at this relative decrease once the hinge smoothing reached smoothing_min
+    solver_tol: float = param(1e-9, gt=0.0)
+    smoothing_min: float = param(1e-6, gt=0.0)
+    workers: int = param(1, ge=1)  # (method, split) jobs in this many processes, one BLAS thread each
     # method -> {hyperparameter: values}; every combination is cross-validated
     grids: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass
+class CCPAblationConfig:
+    """CCP Fig. 5 (#proxy x pool size b) and a lambda sweep, on ``<loss>_ccp``."""
+
+    loss: str = param("c2", choices=["c1", "c2", "ms", "triplet"])  # Fig. 5 uses C2-CCP
+    proxies_per_class: list[int] = param([1, 2, 4], ge=1)
+    pool_factors: list[int] = param([1, 2, 4], ge=1)  # b = factor x #proxy; factor 1 = random selection
+    lambdas: list[float] = param([0.0, 2e-5, 2e-4, 2e-3, 2e-2], ge=0.0)
+
+
+@dataclass
+class PROFSAblationConfig:
+    """PROFS Fig. 3 (lambda sweep) and Fig. 2 (fixed M sweep), on ``<loss>_profs``."""
+
+    loss: str = param("margin", choices=["contrastive", "triplet", "margin", "ms", "lifted", "angular",
+                                         "npair", "softtriple"])  # Fig. 3 uses Margin
+    lambdas: list[float] = param([0.0, 1e-4, 1e-3, 1e-2, 1e-1], ge=0.0)
+    m: list[int] = param([5, 15, 30, 60, 120], ge=1)
+
+
+@dataclass
+class AblationConfig:
+    """The ablation studies (dvc.yaml ablation@ccp, ablation@profs): one fold per grid point."""
+
+    fold: int = param(0, ge=0)
+    ccp: CCPAblationConfig = field(default_factory=CCPAblationConfig)
+    profs: PROFSAblationConfig = field(default_factory=PROFSAblationConfig)
 
 
 @dataclass
@@ -497,6 +535,8 @@ class ReportConfig:
     decimals: int = param(2, ge=0, le=6)
     # rows in run order ("none": baselines, then per CCP loss its batch / Loss-Proxy / CCP rows) or by a metric
     sort_by: str = param("none", choices=["none", "precision_at_1", "r_precision", "map_at_r", "map_at_c", "nmi", "f1"])
+    # runs whose singular value spectra share one figure (each must be trained: experiment.methods, ccp, profs)
+    spectrum_runs: list[str] = param(["margin_d", "r_margin_d", "ms", "c2_batch", "c2_ccp"])
 
 
 @dataclass
@@ -513,6 +553,7 @@ class Params:
     profs: PROFSConfig = field(default_factory=PROFSConfig)
     poc: PocConfig = field(default_factory=PocConfig)
     lanml: LanmlConfig = field(default_factory=LanmlConfig)
+    ablation: AblationConfig = field(default_factory=AblationConfig)
     report: ReportConfig = field(default_factory=ReportConfig)
 
 
@@ -615,6 +656,12 @@ def _check_consistency(p: Params, source: str) -> None:
             values = getattr(getattr(p, section), key)
             if len(set(values)) != len(values):
                 raise ParamsError(f"{source}: {section}.{key}: duplicate names")
+    if p.ablation.fold not in p.experiment.folds:
+        raise ParamsError(f"{source}: ablation.fold: {p.ablation.fold} is not one of experiment.folds {p.experiment.folds}")
+    for study in ("ccp", "profs"):
+        for f in dataclasses.fields(getattr(p.ablation, study)):
+            if getattr(getattr(p.ablation, study), f.name) == []:
+                raise ParamsError(f"{source}: ablation.{study}.{f.name}: needs one or more values")
     if len(p.backbone.mean) != p.backbone.channels or len(p.backbone.std) != p.backbone.channels:
         raise ParamsError(f"{source}: backbone.mean/std: need one value per channel ({p.backbone.channels})")
 

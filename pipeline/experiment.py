@@ -1,21 +1,27 @@
-"""One training run: a method on one MLRC fold, in frozen or finetune mode."""
+"""One training run: a method on one MLRC fold, in frozen or finetune mode, and the job that trains,
+saves and evaluates it (pipeline/jobs.py hands it to worker processes)."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from pathlib import Path
 
 import numpy as np
 import torch
 from torch.utils.data import TensorDataset
 
-from pipeline.config import Params
+from pipeline.config import Params, to_dict
 from pipeline.data.images import ManifestImages
-from pipeline.data.manifest import Manifest
+from pipeline.data.manifest import Manifest, read_manifest
+from pipeline.evaluation.protocol import evaluate_embeddings
 from pipeline.features import FeatureCache
-from pipeline.methods import build_objective, run_config
+from pipeline.io import write_json
+from pipeline.jobs import FoldJob, FoldOutcome
+from pipeline.methods import build_objective
 from pipeline.models.backbones import build_backbone, eval_transform, train_transform
 from pipeline.models.embedder import Embedder, build_head
-from pipeline.runtime import derive_seed, seed_everything
+from pipeline.runs import run_config
+from pipeline.runtime import choose_device, derive_seed, seed_everything
 from pipeline.training import FitResult, FoldData, embed, fit
 
 
@@ -62,7 +68,7 @@ def image_data(manifest: Manifest, params: Params, rows) -> FoldData:
 def train_fold(params: Params, method: str, fold: int, manifest: Manifest, features: FeatureCache | None,
                device: torch.device) -> RunResult:
     """Build inputs, model and objective, train with early stopping, embed the test set with the best weights."""
-    seed_everything(derive_seed(params.seed, method, fold))
+    seed_everything(derive_seed(params.seed, method, fold), device)
     rows = fold_rows(manifest, fold)
     cfg = run_config(params, method)
     if params.train.mode == "frozen":
@@ -80,3 +86,27 @@ def train_fold(params: Params, method: str, fold: int, manifest: Manifest, featu
     result = fit(model, objective, data, params.train, device, desc=f"{method}-{fold}")
     model.load_state_dict(result.best_state["model"])
     return RunResult(model, result, objective.diagnostics, embed(model, data.test, device), data.test_labels)
+
+
+
+def train_and_save(job: FoldJob) -> FoldOutcome:
+    """Run one FoldJob: train, save its files, evaluate on the test classes if asked."""
+    params = job.params
+    features = FeatureCache.load(f"{job.features}/features.npz") if params.train.mode == "frozen" else None
+    result = train_fold(params, job.method, job.fold, read_manifest(job.data), features,
+                        choose_device(params.train.device))
+    if job.out is not None:
+        out = Path(job.out)
+        out.mkdir(parents=True)
+        torch.save(result.model.state_dict(), out / "model.pt")
+        with open(out / "test_embeddings.npz", "wb") as fh:
+            np.savez(fh, embeddings=result.test_embeddings, labels=result.test_labels)
+        write_json(out / "summary.json", {
+            "method": job.method, "fold": job.fold, "best_epoch": result.fit.best_epoch,
+            "epochs_run": len(result.fit.history) - 1, "best_val_map_at_r": result.fit.best_val_map_at_r,
+            "params": to_dict(run_config(params, job.method)),
+        })
+    metrics = (evaluate_embeddings(result.test_embeddings, result.test_labels, params.eval, params.seed)
+               if job.evaluate else None)
+    return FoldOutcome(result.fit.history, result.diagnostics, result.fit.best_epoch,
+                       result.fit.best_val_map_at_r, metrics)

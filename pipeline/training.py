@@ -25,6 +25,7 @@ from torch.utils.data import DataLoader, Dataset
 from tqdm import tqdm
 
 from pipeline.config import TrainConfig
+from pipeline.errors import PipelineError
 from pipeline.evaluation.retrieval import map_at_r
 from pipeline.methods.objective import Objective, trainable
 from pipeline.samplers import rows_per_class
@@ -32,7 +33,7 @@ from pipeline.samplers import rows_per_class
 log = logging.getLogger(__name__)
 
 
-class TrainingError(RuntimeError):
+class TrainingError(PipelineError, RuntimeError):
     """Training cannot go on (e.g. a non-finite loss); the message names the step."""
 
 

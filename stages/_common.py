@@ -7,14 +7,8 @@ import logging
 import sys
 from typing import Callable
 
-from pipeline.config import ParamsError, load_params
-from pipeline.data.manifest import DataError
-from pipeline.linear.datasets import DatasetError
-from pipeline.linear.lanml import LANMLError
-from pipeline.models.backbones import BackboneError
-from pipeline.training import TrainingError
-
-USER_ERRORS = (ParamsError, DataError, DatasetError, LANMLError, BackboneError, TrainingError, FileNotFoundError)
+from pipeline.config import load_params
+from pipeline.errors import PipelineError
 
 
 def run(description: str, configure: Callable[[argparse.ArgumentParser], None], body: Callable) -> None:
@@ -26,6 +20,6 @@ def run(description: str, configure: Callable[[argparse.ArgumentParser], None], 
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s: %(message)s", stream=sys.stderr)
     try:
         body(load_params(args.params), args)
-    except USER_ERRORS as err:
+    except (PipelineError, FileNotFoundError) as err:
         print(f"error: {err}", file=sys.stderr)
         sys.exit(2)

@@ -1,12 +1,15 @@
-"""evaluate: MLRC Separated and Concatenated metrics of one method on the test classes."""
+"""evaluate: MLRC Separated and Concatenated metrics of one method on the test classes, and the
+singular value spectrum of each fold's test embeddings (Revisiting section 5)."""
 
 from pathlib import Path
 
 import numpy as np
+import pandas as pd
 
 from pipeline.data.manifest import DataError
 from pipeline.evaluation.protocol import mlrc_protocol
-from pipeline.io import write_json
+from pipeline.evaluation.spectrum import singular_value_spectrum
+from pipeline.io import write_json, write_text
 from stages._common import run
 
 
@@ -25,12 +28,17 @@ def main(params, args):
     result["num_test_images"] = int(len(labels))
     result["num_test_classes"] = int(len(np.unique(labels)))
     write_json(args.out, result)
+    spectra = pd.concat([pd.DataFrame({"fold": fold, "index": np.arange(1, x.shape[1] + 1),
+                                       "singular_value": singular_value_spectrum(x)})
+                         for fold, x in zip(params.experiment.folds, embeddings)])
+    write_text(args.spectrum, spectra.to_csv(index=False, float_format="%.6g"))
 
 
 def configure(p):
     p.add_argument("--method", required=True)
     p.add_argument("--models", required=True, help="folder with fold-<k>/test_embeddings.npz")
     p.add_argument("--out", required=True, help="metrics JSON")
+    p.add_argument("--spectrum", required=True, help="CSV of the normalised singular values per fold")
 
 
 if __name__ == "__main__":

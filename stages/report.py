@@ -1,44 +1,80 @@
-"""report: the comparison table of every run (markdown and CSV), the CCP sub-problem diagnostics and
-the LANML tables."""
+"""report: everything under reports/ that a reviewer reads, rendered from the metrics files.
+
+Reads every input first (metrics, sub-problem logs, spectra, ablation tables, LANML results, the
+proof of concept, the published numbers) and stops with one line naming the first missing file,
+before anything is written. Then writes: the results table (markdown, CSV), the comparison tables per
+protocol beside the papers' numbers (markdown, CSV, LaTeX), the CCP sub-problem diagnostics, the LANML
+tables, the figures, and reports/README.md, an index of all of it.
+"""
 
 from pathlib import Path
 
+import pandas as pd
+
+from pipeline import ablation
+from pipeline.config import ParamsError
 from pipeline.io import read_json, write_text
-from pipeline.methods import all_runs, ccp_runs, parse_ccp_run
-from pipeline.reporting.lanml_table import lanml_markdown, read_reference
+from pipeline.reporting import comparison, figures, index
+from pipeline.reporting.lanml_table import anml_table2, lanml_markdown
+from pipeline.reporting.reference import paper_dataset, read_published
 from pipeline.reporting.subproblems import detail_markdown, read_subproblems, summary_markdown
 from pipeline.reporting.tables import markdown_table, results_frame
+from pipeline.runs import all_runs, ccp_runs, parse_ccp_run
 from stages._common import run
 
+FIGURES = ("ccp_proxies_pool", "ccp_lambda", "profs_lambda", "profs_m", "ccp_loss_proxy_vs_ccp",
+           "ccp_steps_per_projection", "ccp_subproblems", "spectrum")
 
-def main(params, args):
+
+def _need(path: Path, what: str) -> Path:
+    if not path.is_file():
+        raise FileNotFoundError(f"{path}: {what} not found")
+    return path
+
+
+def load(params, args) -> dict:
+    """Every input of the report, or a FileNotFoundError naming the first one missing."""
     runs = all_runs(params)
-    metrics = {}
-    for name in runs:
-        path = Path(args.metrics) / f"{name}.json"
-        if not path.is_file():
-            raise FileNotFoundError(f"{path}: metrics not found (run the evaluate stage of {name})")
-        metrics[name] = read_json(path)
-    lanml = []
-    for name in params.lanml.datasets:
-        path = Path(args.lanml) / f"{name}.json"
-        if not path.is_file():
-            raise FileNotFoundError(f"{path}: LANML results not found (run lanml@{name})")
-        lanml.append(read_json(path))
-    info = read_json(Path(args.features) / "info.json")
-    frame = results_frame(metrics, params.eval.recall_at, params.train.embedding_dim)
+    missing = [r for r in params.report.spectrum_runs if r not in runs]
+    if missing:
+        raise ParamsError(f"{Path(args.params).name}: report.spectrum_runs: {', '.join(missing)} not among the "
+                          f"trained runs ({', '.join(runs)})")
+    proxy_runs = [r for r in ccp_runs(params) if parse_ccp_run(r)[1] != "batch"]
+    return {
+        "metrics": {r: read_json(_need(Path(args.metrics) / f"{r}.json", f"metrics (run the evaluate stage of {r})"))
+                    for r in runs},
+        "spectra": {r: pd.read_csv(_need(Path(args.spectra) / f"{r}.csv", f"spectrum (run the evaluate stage of {r})"))
+                    for r in params.report.spectrum_runs},
+        "subproblems": read_subproblems(Path(args.subproblems), proxy_runs, params.experiment.folds),
+        "proxy_runs": proxy_runs,
+        "ablations": {s: pd.read_csv(_need(Path(args.ablations) / f"{s}.csv", f"ablation table (run ablation@{s})"))
+                      for s in ablation.STUDIES},
+        "lanml": [read_json(_need(Path(args.lanml) / f"{d}.json", f"LANML results (run lanml@{d})"))
+                  for d in params.lanml.datasets],
+        "poc": read_json(_need(Path(args.poc), "proof-of-concept results (run the poc stage)")),
+        "info": read_json(_need(Path(args.features) / "info.json", "feature cache info (run the embed stage)")),
+        "published": read_published(Path(args.reference)),
+    }
+
+
+def context_lines(params, inputs) -> str:
+    first = next(iter(inputs["metrics"].values()))
+    dataset = paper_dataset(params.data.name)
+    where = (f"**{params.data.name}** (the {dataset} benchmark)" if dataset else
+             f"**{params.data.name}** (the embedded default, made from scikit-learn's bundled digits; these numbers "
+             "are not a reproduction of CUB / Cars196 / SOP / In-shop results)")
+    return (f"- data set: {where}\n"
+            f"- test set: {first['num_test_images']} images of {first['num_test_classes']} unseen classes\n"
+            f"- backbone: {inputs['info']['description']}\n"
+            f"- training mode: {params.train.mode}, embedding {params.train.embedding_dim}-D, "
+            f"{len(params.experiment.folds)} MLRC folds\n")
+
+
+def write_results(params, inputs, out: Path, context: str) -> None:
+    frame = results_frame(inputs["metrics"], params.eval.recall_at, params.train.embedding_dim)
     order = ["_last"] + ([params.report.sort_by] if params.report.sort_by != "none" else [])
     frame = frame.assign(_last=frame["protocol"].str.startswith("concatenated")).sort_values(
         order, ascending=[True] + [False] * (len(order) - 1), kind="stable").drop(columns="_last")
-    first = next(iter(metrics.values()))
-    context = (
-        f"- data set: **{params.data.name}** (the embedded default, made from scikit-learn's bundled digits; "
-        "these numbers are not a reproduction of CUB / Cars196 / SOP / In-shop results)\n"
-        f"- test set: {first['num_test_images']} images of {first['num_test_classes']} unseen classes\n"
-        f"- backbone: {info['description']}\n"
-        f"- training mode: {params.train.mode}, embedding {params.train.embedding_dim}-D, "
-        f"{len(params.experiment.folds)} MLRC folds\n"
-    )
     header = (
         "# Results\n\n" + context +
         "- runs: baselines `" + "`, `".join(params.experiment.methods) + "`; CCP family `<loss>_<variant>` "
@@ -46,42 +82,177 @@ def main(params, args):
         "ccp: Algorithm 1; sample_ccp: sample anchors); PROFS family `<loss>_<variant>` (plain: the loss on "
         "ordinary batches; profs: Algorithm 1 with class representatives; profs_hncm: with hard negative class mining)\n"
         "- metrics in %; separated = mean ± sample std over the fold models; "
-        "concatenated = the folds' L2-normalised embeddings concatenated; best per protocol in bold\n\n"
-    )
-    write_text(Path(args.out) / "results.md", header + markdown_table(frame, params.eval.recall_at, params.report.decimals))
-    write_text(Path(args.out) / "results.csv", frame.to_csv(index=False, float_format="%.4f"))
+        "concatenated = the folds' L2-normalised embeddings concatenated; best per protocol in bold\n\n")
+    write_text(out / "results.md", header + markdown_table(frame, params.eval.recall_at, params.report.decimals))
+    write_text(out / "results.csv", frame.to_csv(index=False, float_format="%.4f"))
 
-    proxy_runs = [r for r in ccp_runs(params) if parse_ccp_run(r)[1] != "batch"]
-    rows = read_subproblems(Path(args.subproblems), proxy_runs, params.experiment.folds)
-    text = (
-        "# CCP sub-problems\n\n" + context +
-        "- a sub-problem (projection) ends after `ccp.patience` epochs without validation MAP@R improvement; "
-        "loss_proxy runs have one sub-problem\n"
-        "- covering radius (CCP Prop. 4.2, Cor. 4.3): per class, the largest distance from a training sample "
-        "to its nearest same-class proxy, at the end of the sub-problem; max and mean over classes\n\n"
-        "## Summary over folds\n\n" + summary_markdown(rows, params.report.decimals)
-    )
-    details = [r for r in proxy_runs if parse_ccp_run(r)[1] != "loss_proxy"]
+
+def write_comparisons(params, inputs, out: Path, context: str) -> list[str]:
+    """The comparison tables per protocol (md, csv, tex) and, on a data set no paper reports, the
+    orientation and rank-agreement tables. Returns the markdown files written."""
+    published, decimals, name = inputs["published"], params.report.decimals, params.data.name
+    dataset = paper_dataset(name)
+    written = []
+    protocols = {"mlrc": ("MLRC: P@1, R-precision, MAP@R", comparison.MLRC),
+                 "conventional": ("conventional metrics: R@K, NMI, F1 (of the MLRC fold models, mean ± std)",
+                                  comparison.conventional_columns(params.eval.recall_at))}
+    agreement = []
+    for protocol, (title, columns) in protocols.items():
+        table = comparison.attach_published(comparison.measured(inputs["metrics"], columns), published, dataset, protocol)
+        note = (f"- published values: the papers' numbers on {dataset} for the same run (source column); "
+                "Δ = measured - published\n" if dataset else
+                "- no paper reports this data set, so no row has a published counterpart; see "
+                "`published_vs_measured.md` for what the papers report for these runs on the real benchmarks\n")
+        stem = out / "tables" / f"{protocol}_{name}"
+        write_text(stem.with_suffix(".md"), f"# {title}\n\n{context}{note}- values in %, best per column in bold\n\n"
+                   + comparison.render(table, columns, decimals))
+        write_text(stem.with_suffix(".csv"), table.to_csv(index=False, float_format="%.4f"))
+        write_text(stem.with_suffix(".tex"), comparison.render(table, columns, decimals, latex=True))
+        written.append(stem.with_suffix(".md").name)
+        agreement.append(comparison.rank_agreement(comparison.measured(inputs["metrics"], columns), published, protocol))
+    if dataset is None:
+        ranks = pd.concat(agreement, ignore_index=True)
+        runs = list(inputs["metrics"])
+        orient = comparison.orientation(runs, published)
+        text = (f"# Published numbers for the runs measured here\n\n{context}\n"
+                "## What the papers report for these runs on the real benchmarks (%, for orientation only)\n\n"
+                "MAP@R: the CCP supplement's MLRC tables, separated 128-D, BN-Inception. R@1: the first conventional "
+                "table in reference/published.csv that reports the run (CCP Tables 1-2, PROFS Tables 1-2, ANML Tables "
+                "3-6, Revisiting supplement Tables 4-9). Measured values on this data set are in the tables beside.\n\n"
+                + orient.to_markdown(floatfmt=f".{decimals}f").replace("nan", "-") + "\n\n"
+                "## Do the runs come out in the same order here as in the papers?\n\n"
+                "Spearman's rank correlation between our measured value (this data set, separated mean) and the "
+                "published one, over the runs both report (at least 3). Near 1: the same order; near 0: unrelated; "
+                "with 3-5 runs a single swap moves rho a lot.\n\n"
+                + ranks.drop(columns="run_names").to_markdown(index=False, floatfmt=".2f") + "\n")
+        write_text(out / "tables" / "published_vs_measured.md", text)
+        write_text(out / "tables" / "rank_agreement.csv", ranks.to_csv(index=False, float_format="%.4f"))
+        written.append("published_vs_measured.md")
+    return written
+
+
+def write_figures(params, inputs, out: Path) -> None:
+    fig = out / "figures"
+    abl, a = inputs["ablations"], params.ablation
+    ccp, profs = abl["ccp"], abl["profs"]
+    grid = ccp[ccp.sweep == "proxies_pool"]
+    figures.sweep_figure(grid, "pool_size", f"{a.ccp.loss.upper()}-CCP: #proxy per class x pool size b "
+                         f"(CCP Fig. 5), fold {a.fold}; b = #proxy is random selection", fig / "ccp_proxies_pool.png",
+                         series="proxies_per_class", xlabel="pool size b (candidates per class for greedy K-center)")
+    figures.sweep_figure(ccp[ccp.sweep == "lambda"], "lambda", f"{a.ccp.loss.upper()}-CCP: projection regulariser λ "
+                         f"(eq. 4.10), fold {a.fold}", fig / "ccp_lambda.png", lambda_axis=True, mark=params.ccp.lambda_)
+    figures.sweep_figure(profs[profs.sweep == "lambda"], "lambda", f"{a.profs.loss}-PROFS: regulariser λ (eq. 4.7, "
+                         f"PROFS Fig. 3), fold {a.fold}", fig / "profs_lambda.png", lambda_axis=True,
+                         mark=params.profs.lambda_)
+    figures.sweep_figure(profs[profs.sweep == "m"], "m", f"{a.profs.loss}-PROFS: fixed steps per projection M "
+                         f"(PROFS Fig. 2), fold {a.fold}", fig / "profs_m.png", xlabel="M (training steps per projection)")
+    frame = comparison.measured(inputs["metrics"], [("separated:map_at_r", "MAP@R")]).set_index("run")
+    variants = [v for v in ("batch", "loss_proxy", "ccp", "sample_ccp") if v in params.ccp.variants]
+    figures.variants_figure(frame, list(params.ccp.losses), variants, fig / "ccp_loss_proxy_vs_ccp.png",
+                            "Loss on batches vs Loss-Proxy (one proxy-DML) vs CCP (CCP Fig. 4a)")
+    rows = inputs["subproblems"]
+    ccp_rows = rows[rows.run.map(lambda r: parse_ccp_run(r)[1] != "loss_proxy")] if len(rows) else rows
+    if len(ccp_rows):
+        figures.steps_figure(ccp_rows, fig / "ccp_steps_per_projection.png")
+        figures.subproblems_figure(ccp_rows, fig / "ccp_subproblems.png")
+    spectra = {r: t.groupby("index").singular_value.mean().to_numpy() for r, t in inputs["spectra"].items()}
+    decay = {r: inputs["metrics"][r]["separated"]["mean"]["spectral_decay"] for r in spectra}
+    figures.spectrum_figure(spectra, decay, fig / "spectrum.png")
+
+
+def write_subproblems(params, inputs, out: Path, context: str) -> None:
+    rows, decimals = inputs["subproblems"], params.report.decimals
+    text = ("# CCP sub-problems\n\n" + context +
+            "- a sub-problem (projection) ends after `ccp.patience` epochs without validation MAP@R improvement; "
+            "loss_proxy runs have one sub-problem\n"
+            "- covering radius (CCP Prop. 4.2, Cor. 4.3): per class, the largest distance from a training sample "
+            "to its nearest same-class proxy, at the end of the sub-problem; max and mean over classes\n\n"
+            "## Summary over folds\n\n" + summary_markdown(rows, decimals))
+    details = [r for r in inputs["proxy_runs"] if parse_ccp_run(r)[1] != "loss_proxy"]
     if details and not rows.empty:
         text += "\n## Every sub-problem of the first fold\n\n" + "\n".join(
-            detail_markdown(rows, r, params.experiment.folds[0], params.report.decimals) for r in details)
-    write_text(Path(args.out) / "ccp_subproblems.md", text)
-    write_text(Path(args.out) / "lanml.md", (
+            detail_markdown(rows, r, params.experiment.folds[0], decimals) for r in details)
+    write_text(out / "ccp_subproblems.md", text)
+
+
+def write_lanml(params, inputs, out: Path) -> None:
+    cfg = params.lanml
+    write_text(out / "lanml.md", (
         "# LANML on UCI data (ANML section 7.1)\n\n"
-        f"- {params.lanml.repeats} random {100 - 100 * params.lanml.test_fraction:.0f}/"
-        f"{100 * params.lanml.test_fraction:.0f} splits; z-score and PCA to {params.lanml.pca_dims} dims fitted on "
-        "the training part; hyperparameters and K (1.."
-        f"{params.lanml.max_k}) chosen by {params.lanml.cv_folds}-fold cross-validation on the training part\n"
+        f"- {cfg.repeats} random {100 - 100 * cfg.test_fraction:.0f}/{100 * cfg.test_fraction:.0f} splits; z-score "
+        f"and PCA to {cfg.pca_dims} dims fitted on the training part; hyperparameters and K (1..{cfg.max_k}) chosen "
+        f"by {cfg.cv_folds}-fold cross-validation on the training part\n"
         "- accuracy in %, mean ± sample std over the splits; the paper reports the best K on the test part, "
         "shown in its own column for a like-for-like comparison\n\n"
-        + lanml_markdown(lanml, read_reference(Path(args.reference)), params.report.decimals)))
+        + lanml_markdown(inputs["lanml"], anml_table2(inputs["published"]), params.report.decimals)))
+
+
+def write_index(params, inputs, out: Path, context: str, tables: list[str]) -> None:
+    poc = inputs["poc"]
+    a = params.ablation
+    paragraphs = (index.ccp_paragraphs(inputs["ablations"]["ccp"], a.ccp.loss, a.fold)
+                  + index.profs_paragraphs(inputs["ablations"]["profs"], a.profs.loss, a.fold))
+    frame = comparison.measured(inputs["metrics"], [("separated:map_at_r", "MAP@R")]).set_index("run").value
+    fig4a = ", ".join(f"{loss.upper()} " + " / ".join(f"{frame[f'{loss}_{v}']:.1f}" for v in ("batch", "loss_proxy", "ccp")
+                                                      if f"{loss}_{v}" in frame) for loss in params.ccp.losses)
+    paragraphs.append(f"**Loss-Proxy vs CCP (CCP Fig. 4a)** — `figures/ccp_loss_proxy_vs_ccp.png`: separated MAP@R "
+                      f"of batch / Loss-Proxy / CCP per loss: {fig4a}.")
+    rows = inputs["subproblems"]
+    if len(rows):
+        ccp_rows = rows[rows.run.map(lambda r: parse_ccp_run(r)[1] != "loss_proxy")]
+        first, last = (ccp_rows.groupby(["run", "fold"]).covering_radius_max.agg(f).mean() for f in ("first", "last"))
+        paragraphs.append(
+            f"**Steps per projection (CCP Fig. 4b)** — `figures/ccp_steps_per_projection.png`: {len(ccp_rows)} "
+            f"sub-problems, median {ccp_rows.steps.median():.0f} steps, {int((ccp_rows.steps <= 50).sum())} of them "
+            f"50 steps or fewer. **Covering radius and validation MAP@R over sub-problems** — "
+            f"`figures/ccp_subproblems.png`: the covering radius (max over classes, mean over runs and folds) goes "
+            f"from {first:.3f} after the first sub-problem to {last:.3f} after the last.")
+    paragraphs.append(
+        f"**2-D proof of concept (CCP Fig. 2)** — `figures/ccp_poc.png`: test MAP@R Loss-Proxy "
+        f"{100 * poc['loss_proxy']['test_map_at_r']:.1f}%, CCP {100 * poc['ccp']['test_map_at_r']:.1f}%, sample-based "
+        f"CCP {100 * poc['sample_ccp']['test_map_at_r']:.1f}%; covering radius of the converged proxies (max) "
+        f"{poc['loss_proxy']['covering_radius_max']:.3f} / {poc['ccp']['covering_radius_max']:.3f} / "
+        f"{poc['sample_ccp']['covering_radius_max']:.3f}.")
+    decay = {r: inputs["metrics"][r]["separated"]["mean"]["spectral_decay"] for r in params.report.spectrum_runs}
+    paragraphs.append("**Singular value spectrum (Revisiting section 5)** — `figures/spectrum.png`: ρ(Φ) "
+                      + ", ".join(f"{r} {v:.3f}" for r, v in decay.items())
+                      + "; the Revisiting paper links lower ρ (a flatter spectrum) to better generalisation.")
+    links = "\n".join(f"- [{t}](tables/{t}) (also .csv and .tex beside it)" if not t.startswith("published") else
+                      f"- [{t}](tables/{t})" for t in tables)
+    figs = "\n".join(f"- [{f}.png](figures/{f}.png)" for f in (*FIGURES, "ccp_poc"))
+    text = (f"# Reports index\n\n## What was run\n\n{context}"
+            f"- params hash: `{index.params_hash(params)}` (SHA-256 of the validated params.yaml; equal hashes, "
+            "equal settings)\n"
+            f"- runs: {len(inputs['metrics'])} ({', '.join(inputs['metrics'])}); ablations on fold {a.fold}; LANML on "
+            f"{', '.join(params.lanml.datasets)}\n- software: {index.versions()}\n\n"
+            "## Tables\n\n- [results.md](results.md): every metric of every run (and results.csv)\n"
+            f"{links}\n- [ccp_subproblems.md](ccp_subproblems.md): CCP sub-problem diagnostics\n"
+            "- [lanml.md](lanml.md): LANML on UCI data beside ANML Table 2\n\n"
+            f"## Figures\n\n{figs}\n- training curves: `dvc plots show` (reports/train_logs, validation MAP@R per "
+            "epoch)\n\n## What the figures show\n\n" + "\n\n".join(paragraphs) + "\n")
+    write_text(out / "README.md", text)
+
+
+def main(params, args):
+    inputs = load(params, args)
+    out = Path(args.out)
+    context = context_lines(params, inputs)
+    write_results(params, inputs, out, context)
+    tables = write_comparisons(params, inputs, out, context)
+    write_figures(params, inputs, out)
+    write_subproblems(params, inputs, out, context)
+    write_lanml(params, inputs, out)
+    write_index(params, inputs, out, context, tables)
 
 
 def configure(p):
     p.add_argument("--metrics", default="reports/metrics")
+    p.add_argument("--spectra", default="reports/spectra")
     p.add_argument("--subproblems", default="reports/subproblems")
+    p.add_argument("--ablations", default="reports/ablations")
     p.add_argument("--lanml", default="reports/lanml", help="folder with lanml@<dataset> results")
-    p.add_argument("--reference", default="reference/anml_table2.csv", help="ANML Table 2 values")
+    p.add_argument("--poc", default="reports/ccp_poc.json")
+    p.add_argument("--reference", default="reference/published.csv", help="the papers' numbers")
     p.add_argument("--features", default="data/features")
     p.add_argument("--out", default="reports")
 

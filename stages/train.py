@@ -1,22 +1,20 @@
-"""train: one run (a method, or a CCP loss x variant) on one MLRC fold.
+"""train: one run (a method, or a CCP / PROFS loss x variant) on every MLRC fold.
 
-Writes the best model, the test embeddings, a summary, the per-epoch log
-(dvc plots) and, for outer-loop methods, one diagnostics row per sub-problem.
+The folds train in ``train.workers`` processes. Writes per fold the best model, the test embeddings
+and a summary, the per-epoch log (dvc plots) and, for outer-loop methods, one diagnostics row per
+sub-problem. Each output folder appears complete or not at all.
 """
 
+from contextlib import ExitStack
 from pathlib import Path
 
-import numpy as np
 import pandas as pd
-import torch
 
-from pipeline.config import ParamsError, to_dict
-from pipeline.data.manifest import read_manifest
-from pipeline.experiment import train_fold
-from pipeline.features import FeatureCache
-from pipeline.io import atomic_path, write_json, write_text
-from pipeline.methods import all_runs, run_config
-from pipeline.runtime import choose_device
+from pipeline.config import ParamsError
+from pipeline.io import atomic_path
+from pipeline.jobs import FoldJob, run_fold_job
+from pipeline.parallel import run_jobs
+from pipeline.runs import all_runs
 from stages._common import run
 
 SUBPROBLEM_COLUMNS = ["subproblem", "epochs", "steps", "best_val_map_at_r", "initial_radius_max",
@@ -29,35 +27,30 @@ def main(params, args):
     if args.method not in runs:
         raise ParamsError(f"{source}: method {args.method!r} is not one of the configured runs "
                           f"({', '.join(runs)}; see experiment.methods and the ccp and profs losses and variants)")
-    if args.fold not in params.experiment.folds:
-        raise ParamsError(f"{source}: experiment.folds: fold {args.fold} is not listed")
-    features = FeatureCache.load(f"{args.features}/features.npz") if params.train.mode == "frozen" else None
-    result = train_fold(params, args.method, args.fold, read_manifest(args.data), features,
-                        choose_device(params.train.device))
-    with atomic_path(args.out) as tmp:
-        tmp.mkdir()
-        torch.save(result.model.state_dict(), tmp / "model.pt")
-        with open(tmp / "test_embeddings.npz", "wb") as fh:
-            np.savez(fh, embeddings=result.test_embeddings, labels=result.test_labels)
-        write_json(tmp / "summary.json", {
-            "method": args.method, "fold": args.fold, "best_epoch": result.fit.best_epoch,
-            "epochs_run": len(result.fit.history) - 1, "best_val_map_at_r": result.fit.best_val_map_at_r,
-            "params": to_dict(run_config(params, args.method)),
-        })
-    write_text(args.log, pd.DataFrame(result.fit.history).to_csv(index=False, float_format="%.6f"))
-    if args.subproblems:
-        table = pd.DataFrame(result.diagnostics, columns=SUBPROBLEM_COLUMNS)
-        write_text(args.subproblems, table.to_csv(index=False, float_format="%.6f"))
+    folds = list(params.experiment.folds)
+    with ExitStack() as stack:
+        models, logs = (stack.enter_context(atomic_path(p)) for p in (args.out, args.logs))
+        subproblems = stack.enter_context(atomic_path(args.subproblems)) if args.subproblems else None
+        jobs = [FoldJob(params, args.method, fold, args.data, args.features, str(models / f"fold-{fold}"))
+                for fold in folds]
+        outcomes = run_jobs(run_fold_job, jobs, params.train.workers, params.train.threads_per_worker, desc=args.method)
+        for d in (logs, subproblems):
+            if d is not None:
+                d.mkdir()
+        for fold, outcome in zip(folds, outcomes):
+            pd.DataFrame(outcome.history).to_csv(logs / f"fold-{fold}.csv", index=False, float_format="%.6f")
+            if subproblems is not None:
+                table = pd.DataFrame(outcome.diagnostics, columns=SUBPROBLEM_COLUMNS)
+                table.to_csv(subproblems / f"fold-{fold}.csv", index=False, float_format="%.6f")
 
 
 def configure(p):
     p.add_argument("--method", required=True)
-    p.add_argument("--fold", type=int, required=True)
     p.add_argument("--data", default="data/prepared")
     p.add_argument("--features", default="data/features")
-    p.add_argument("--out", required=True, help="model folder")
-    p.add_argument("--log", required=True, help="per-epoch CSV log (dvc plots)")
-    p.add_argument("--subproblems", help="CSV with one row per sub-problem (outer-loop methods)")
+    p.add_argument("--out", required=True, help="model folder (one fold-<k> folder per fold)")
+    p.add_argument("--logs", required=True, help="folder of per-epoch CSV logs, one per fold (dvc plots)")
+    p.add_argument("--subproblems", help="folder of CSVs with one row per sub-problem (outer-loop methods)")
 
 
 if __name__ == "__main__":

@@ -18,11 +18,13 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from pipeline.errors import PipelineError
+
 MANIFEST_NAME = "manifest.csv"
 COLUMNS = ["path", "label", "split", "fold"]
 
 
-class DataError(ValueError):
+class DataError(PipelineError, ValueError):
     """A data set problem; the message is one line naming the file or class."""
 
 

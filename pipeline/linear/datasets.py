@@ -24,12 +24,14 @@ from typing import Callable
 
 import numpy as np
 
+from pipeline.errors import PipelineError
+
 log = logging.getLogger(__name__)
 UCI = "https://archive.ics.uci.edu/ml/machine-learning-databases"
 LIBSVM = "https://www.csie.ntu.edu.tw/~cjlin/libsvmtools/datasets/multiclass"
 
 
-class DatasetError(ValueError):
+class DatasetError(PipelineError, ValueError):
     """A data set cannot be read or downloaded; the message names the file."""
 
 

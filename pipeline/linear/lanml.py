@@ -33,8 +33,10 @@ import numpy as np
 from scipy.optimize import minimize
 from scipy.special import logsumexp
 
+from pipeline.errors import PipelineError
 
-class LANMLError(ValueError):
+
+class LANMLError(PipelineError, ValueError):
     """A LANML problem that cannot be set up or solved as asked; the message says why."""
 
 

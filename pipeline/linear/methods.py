@@ -13,20 +13,27 @@ from collections.abc import Callable
 import numpy as np
 from scipy.linalg import fractional_matrix_power, sqrtm
 
-from pipeline.linear.lanml import (LANMLError, LANMLProblem, neighbourhoods, pair_gradient,
-                                   pnca_value_and_gradient, solve_factored, solve_projected_gradient)
+from pipeline.linear.lanml import (
+    LANMLError,
+    LANMLProblem,
+    neighbourhoods,
+    pair_gradient,
+    pnca_value_and_gradient,
+    solve_factored,
+    solve_projected_gradient,
+)
 
 
 def fit_euclidean(x, y, random_state: int = 0) -> np.ndarray:
     return np.eye(x.shape[1])
 
 
-def fit_lanml_minus(x, y, lam: float, gamma1: float, gamma2: float, k_similar: int = 10,
-                    random_state: int = 0) -> np.ndarray:
+def fit_lanml_minus(x, y, lam: float, gamma1: float, gamma2: float, k_similar: int = 10, tol: float = 1e-9,
+                    smoothing_min: float = 1e-6, random_state: int = 0) -> np.ndarray:
     if gamma1 >= 0 or gamma2 <= 0:
         raise LANMLError(f"LANML- needs gamma1 < 0 < gamma2, got gamma1={gamma1}, gamma2={gamma2}")
     problem = LANMLProblem(x, neighbourhoods(x, y, k_similar), gamma1, gamma2, lam)
-    return solve_projected_gradient(problem)
+    return solve_projected_gradient(problem, tol=tol, mu_min=smoothing_min)
 
 
 def fit_lanml_plus(x, y, lam: float, gamma1: float, gamma2: float, random_state: int = 0) -> np.ndarray:

@@ -22,6 +22,7 @@ from sklearn.pipeline import make_pipeline
 from sklearn.preprocessing import StandardScaler
 
 from pipeline.linear.methods import METHODS, transform
+from pipeline.parallel import run_jobs
 
 
 def knn_accuracies(train_z, train_y, test_z, test_y, max_k: int) -> np.ndarray:
@@ -80,21 +81,24 @@ def evaluate_split(x, y, method: str, grid: dict[str, list], split_seed: int, te
             "fit_seconds": fit_seconds}
 
 
+def _evaluate_split_job(job: tuple) -> dict:
+    return evaluate_split(*job)
+
+
 def compare_methods(x, y, cfg, seed: int) -> dict:
     """Every method of `cfg` (the lanml params section) over cfg.repeats splits: per-split results and
     mean / sample std of the accuracies (in %) and of the fit time. Split r uses the same seed for every
     method, so all methods see the same splits."""
-    from tqdm import tqdm
-
     out = {}
-    jobs = [(m, r) for m in cfg.methods for r in range(cfg.repeats)]
-    for method, repeat in tqdm(jobs, desc="lanml", unit="fit"):
+    jobs = []
+    for method in cfg.methods:
         grid = dict(cfg.grids.get(method, {}))
         if method == "lanml_minus":
-            grid["k_similar"] = [cfg.k_similar]
-        split = evaluate_split(x, y, method, grid, seed + repeat, cfg.test_fraction, cfg.max_k, cfg.cv_folds,
-                               cfg.pca_dims)
-        out.setdefault(method, {"splits": []})["splits"].append(split)
+            grid.update(k_similar=[cfg.k_similar], tol=[cfg.solver_tol], smoothing_min=[cfg.smoothing_min])
+        jobs += [(x, y, method, grid, seed + r, cfg.test_fraction, cfg.max_k, cfg.cv_folds, cfg.pca_dims)
+                 for r in range(cfg.repeats)]
+    for job, split in zip(jobs, run_jobs(_evaluate_split_job, jobs, cfg.workers, threads=1, desc="lanml")):
+        out.setdefault(job[2], {"splits": []})["splits"].append(split)
     for method, result in out.items():
         for key in ("accuracy", "accuracy_best_k_on_test", "fit_seconds"):
             values = np.array([s[key] for s in result["splits"]]) * (100 if key != "fit_seconds" else 1)

@@ -39,18 +39,18 @@ from pipeline.losses.pair_losses import build_pair_loss
 from pipeline.methods.kcenter import covering_radius, k_center_per_class
 from pipeline.methods.objective import Objective, projection_penalty, trainable
 from pipeline.models.embedder import normalize_embeddings
+from pipeline.runs import CCP_VARIANTS
 
 log = logging.getLogger(__name__)
 
-VARIANTS = ("batch", "loss_proxy", "ccp", "sample_ccp")
 
 
 class CCPObjective(Objective):
     """One of the CCP variants for one pair loss; see the module docstring."""
 
     def __init__(self, cfg, loss: str, variant: str, num_classes: int, embedding_dim: int):
-        if variant not in VARIANTS:
-            raise ValueError(f"unknown CCP variant {variant!r} (valid: {', '.join(VARIANTS)})")
+        if variant not in CCP_VARIANTS:
+            raise ValueError(f"unknown CCP variant {variant!r} (valid: {', '.join(CCP_VARIANTS)})")
         super().__init__(build_pair_loss(loss, cfg, cfg.reducer), lr=cfg.proxy_lr)
         self.cfg, self.variant, self.num_classes = cfg, variant, num_classes
         k = cfg.proxies_per_class

@@ -51,9 +51,9 @@ from pytorch_metric_learning import losses
 from pipeline.methods.baselines import build_loss
 from pipeline.methods.objective import Objective, projection_penalty, trainable
 from pipeline.miners import OneNegativePerPositiveMiner
+from pipeline.runs import PROFS_VARIANTS
 from pipeline.samplers import ClassBatchSampler
 
-VARIANTS = ("plain", "profs", "profs_hncm")
 LOSSES = ("contrastive", "triplet", "margin", "ms", "lifted", "angular", "npair", "softtriple")
 MINED_LOSSES = ("contrastive", "triplet", "margin")  # one hard negative per positive (section 5.3)
 
@@ -129,8 +129,8 @@ class PROFSObjective(Objective):
 
     def __init__(self, cfg, loss: str, variant: str, num_classes: int, embedding_dim: int, batch_size: int,
                  images_per_class: int):
-        if variant not in VARIANTS:
-            raise ValueError(f"unknown PROFS variant {variant!r} (valid: {', '.join(VARIANTS)})")
+        if variant not in PROFS_VARIANTS:
+            raise ValueError(f"unknown PROFS variant {variant!r} (valid: {', '.join(PROFS_VARIANTS)})")
         criterion = build_profs_loss(loss, cfg, num_classes, embedding_dim)
         mined = loss in MINED_LOSSES and cfg.pair_sampling == "one_negative_per_positive"
         super().__init__(criterion, miner=OneNegativePerPositiveMiner(distance=criterion.distance) if mined else None,

@@ -18,6 +18,7 @@ import torch
 from torch import nn
 
 from pipeline.config import BackboneConfig
+from pipeline.errors import PipelineError
 
 # torchvision is imported inside the functions that need it: frozen-mode training never does,
 # and its import costs more than a second per stage process.
@@ -27,7 +28,7 @@ log = logging.getLogger(__name__)
 BUILTIN = ("pixels", "tiny_cnn")
 
 
-class BackboneError(ValueError):
+class BackboneError(PipelineError, ValueError):
     """Unknown backbone name or unusable weights file (one-line message)."""
 
 

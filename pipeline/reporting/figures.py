@@ -44,3 +44,109 @@ def poc_figure(runs: dict[str, dict], path: Path) -> None:
     with atomic_path(path) as tmp:
         fig.savefig(tmp, dpi=110, format="png")
     plt.close(fig)
+
+
+def _save(fig, path: Path) -> None:
+    fig.tight_layout()
+    with atomic_path(path) as tmp:
+        fig.savefig(tmp, dpi=110, format="png")
+    plt.close(fig)
+
+
+def _lambda_axis(ax, values) -> None:
+    """Lambda on a symmetric-log axis, so that lambda = 0 is shown beside the powers of ten."""
+    positive = [v for v in values if v > 0]
+    ax.set_xscale("symlog", linthresh=min(positive) if positive else 1e-6)
+    ax.set_xlabel("regulariser weight λ (symmetric log scale; 0 = no regulariser)")
+
+
+def sweep_figure(table, x: str, title: str, path: Path, series: str | None = None, xlabel: str = "",
+                 lambda_axis: bool = False, mark=None) -> None:
+    """Test MAP@R (solid) and best validation MAP@R (dashed) of an ablation sweep against `x`, one line
+    per value of `series`; `mark` = the x value the pipeline's own runs use (dotted line)."""
+    fig, ax = plt.subplots(figsize=(7.0, 4.6))
+    groups = table.groupby(series, sort=True) if series else [(None, table)]
+    for i, (key, t) in enumerate(groups):
+        t = t.sort_values(x)
+        color = plt.get_cmap("tab10")(i)
+        label = f"{series.replace('_', ' ')} = {key}" if series else "test"
+        ax.plot(t[x], 100 * t.test_map_at_r, "o-", color=color, label=f"{label}: test MAP@R")
+        ax.plot(t[x], 100 * t.best_val_map_at_r, "s--", color=color, alpha=0.6, label=f"{label}: validation MAP@R")
+    if lambda_axis:
+        _lambda_axis(ax, list(table[x]))
+    else:
+        ax.set_xlabel(xlabel)
+    if mark is not None:
+        ax.axvline(mark, ls=":", color="grey", label=f"pipeline's value ({mark:g})")
+    ax.set_ylabel("MAP@R (%)")
+    ax.set_title(title, fontsize=10)
+    ax.grid(alpha=0.3)
+    ax.legend(fontsize=8)
+    _save(fig, path)
+
+
+def variants_figure(frame, losses: list[str], variants: list[str], path: Path, title: str) -> None:
+    """Separated MAP@R (mean +- std over folds) of each loss x variant as grouped bars (CCP Fig. 4a)."""
+    fig, ax = plt.subplots(figsize=(7.0, 4.6))
+    width = 0.8 / len(variants)
+    for j, variant in enumerate(variants):
+        rows = [frame.loc[f"{loss}_{variant}"] for loss in losses]
+        xs = [i + (j - (len(variants) - 1) / 2) * width for i in range(len(losses))]
+        ax.bar(xs, [r.value for r in rows], width, yerr=[r["std"] for r in rows], capsize=3, label=variant)
+        for x, r in zip(xs, rows):
+            ax.text(x, r.value + r["std"] + 0.3, f"{r.value:.1f}", ha="center", fontsize=7)
+    ax.set_xticks(range(len(losses)), [loss.upper() for loss in losses])
+    ax.set_xlabel("loss")
+    ax.set_ylabel("MAP@R, separated (%), mean ± std over folds")
+    ax.set_title(title, fontsize=10)
+    ax.legend(title="variant", fontsize=8)
+    ax.grid(axis="y", alpha=0.3)
+    _save(fig, path)
+
+
+def steps_figure(rows, path: Path) -> None:
+    """Distribution of the steps of each projection (sub-problem) of the CCP runs (CCP Fig. 4b)."""
+    fig, ax = plt.subplots(figsize=(7.0, 4.6))
+    runs = list(dict.fromkeys(rows.run))
+    ax.hist([rows[rows.run == r].steps for r in runs], bins=20, stacked=True, label=runs)
+    ax.set_xlabel("training steps in one projection (sub-problem)")
+    ax.set_ylabel("number of sub-problems (all folds)")
+    ax.set_title(f"Steps per projection problem (CCP Fig. 4b): {len(rows)} sub-problems, "
+                 f"median {rows.steps.median():.0f} steps", fontsize=10)
+    ax.legend(fontsize=8)
+    _save(fig, path)
+
+
+def subproblems_figure(rows, path: Path) -> None:
+    """Covering radius (max over classes) and best validation MAP@R per sub-problem, mean over folds."""
+    fig, (left, right) = plt.subplots(1, 2, figsize=(11.0, 4.4))
+    for run, t in rows.groupby("run", sort=False):
+        mean = t.groupby("subproblem")[["covering_radius_max", "initial_radius_max", "best_val_map_at_r"]].mean()
+        line, = left.plot(mean.index, mean.covering_radius_max, "o-", label=f"{run}: end of sub-problem")
+        left.plot(mean.index, mean.initial_radius_max, "x:", color=line.get_color(), label=f"{run}: after K-center")
+        right.plot(mean.index, 100 * mean.best_val_map_at_r, "o-", label=run)
+    left.set_xlabel("sub-problem (projection) index")
+    left.set_ylabel("covering radius, max over classes")
+    left.set_title("Covering radius over sub-problems (CCP Prop. 4.2), mean over folds", fontsize=10)
+    right.set_xlabel("sub-problem (projection) index")
+    right.set_ylabel("best validation MAP@R in the sub-problem (%)")
+    right.set_title("Validation MAP@R over sub-problems, mean over folds", fontsize=10)
+    for ax in (left, right):
+        ax.grid(alpha=0.3)
+        ax.legend(fontsize=7)
+    _save(fig, path)
+
+
+def spectrum_figure(spectra: dict, decay: dict, path: Path) -> None:
+    """Normalised singular values of the test embeddings (mean over folds) per run, log scale
+    (Revisiting section 5); rho(Phi) in the legend."""
+    fig, ax = plt.subplots(figsize=(7.0, 4.6))
+    for run, values in spectra.items():
+        ax.plot(range(1, len(values) + 1), values, label=f"{run} (ρ(Φ) = {decay[run]:.3f})")
+    ax.set_yscale("log")
+    ax.set_xlabel("singular value index (largest first)")
+    ax.set_ylabel("normalised singular value (sums to 1)")
+    ax.set_title("Singular value spectrum of the test embeddings (Revisiting Fig. 5), mean over folds", fontsize=10)
+    ax.grid(alpha=0.3, which="both")
+    ax.legend(fontsize=8)
+    _save(fig, path)

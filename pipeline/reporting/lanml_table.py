@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import pandas as pd
 
 # our method names -> the paper's row names
@@ -11,10 +9,11 @@ PAPER_NAMES = {"lanml_minus": "LANML-", "lanml_plus": "LANML+", "pnca": "PNCA", 
                "itml": "ITML", "scml": "SCML", "gmml": "GMML", "euclidean": None}
 
 
-def read_reference(path: Path) -> pd.DataFrame:
-    """The paper's Table 2 rows (dataset, method, accuracy, std, source), data set names in lower case."""
-    table = pd.read_csv(path, comment="#")
-    return table.assign(dataset=table["dataset"].str.lower())
+def anml_table2(published: pd.DataFrame) -> pd.DataFrame:
+    """ANML Table 2's rows of the published numbers (dataset in lower case, method, accuracy, std)."""
+    table = published[(published.paper == "ANML") & (published.table == "Table 2")]
+    return pd.DataFrame({"dataset": table.dataset.str.lower(), "method": table.method,
+                         "accuracy": table.value, "std": table["std"]})
 
 
 def lanml_markdown(results: list[dict], reference: pd.DataFrame, decimals: int) -> str:

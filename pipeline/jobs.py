@@ -1,0 +1,39 @@
+"""Training jobs as plain data, so a stage can hand them to worker processes (pipeline/parallel.py)
+without importing torch itself."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from pipeline.config import Params
+
+
+@dataclass(frozen=True)
+class FoldJob:
+    """Train `method` on `fold` with `params` (inputs from the prepared data and feature cache folders);
+    save the model, test embeddings and a summary into the folder `out` when given; compute every test
+    metric of the fold's embeddings when `evaluate` is set."""
+
+    params: Params
+    method: str
+    fold: int
+    data: str
+    features: str
+    out: str | None = None
+    evaluate: bool = False
+
+
+@dataclass
+class FoldOutcome:
+    history: list[dict]
+    diagnostics: list[dict]
+    best_epoch: int
+    best_val_map_at_r: float
+    test_metrics: dict | None
+
+
+def run_fold_job(job: FoldJob) -> FoldOutcome:
+    """Run `job` (pipeline.experiment.train_and_save); torch is imported here, in the worker."""
+    from pipeline.experiment import train_and_save
+
+    return train_and_save(job)

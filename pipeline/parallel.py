@@ -1,0 +1,54 @@
+"""Independent training jobs (folds of a run, points of an ablation grid) on several CPU processes.
+
+``dvc repro`` runs one stage at a time, and a frozen-feature head trains as fast on one thread as on
+two (measured: 14.2 s vs 14.3 s for one CCP fold), so a stage runs its jobs in ``workers`` processes
+with ``threads`` threads each (torch intra-op, OpenMP and BLAS). The processes are spawned (not forked), so no thread or
+OpenMP state of the parent leaks into them. Every job seeds itself, so the numbers do not depend on
+which process runs it, but they may differ in the last digits between thread counts (floating-point
+reductions are split differently), which is why the thread count is a parameter and not the machine's
+core count.
+"""
+
+from __future__ import annotations
+
+import multiprocessing
+import os
+from concurrent.futures import ProcessPoolExecutor
+from contextlib import contextmanager
+from typing import Callable, Sequence, TypeVar
+
+Job = TypeVar("Job")
+Result = TypeVar("Result")
+THREAD_VARIABLES = ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS")
+
+
+@contextmanager
+def _thread_environment(threads: int):
+    """Thread-count variables that torch, OpenMP and the BLAS libraries read when a new process loads them."""
+    saved = {k: os.environ.get(k) for k in THREAD_VARIABLES}
+    os.environ.update({k: str(threads) for k in THREAD_VARIABLES})
+    try:
+        yield
+    finally:
+        for k, v in saved.items():
+            if v is None:
+                os.environ.pop(k, None)
+            else:
+                os.environ[k] = v
+
+
+def run_jobs(fn: Callable[[Job], Result], jobs: Sequence[Job], workers: int, threads: int,
+             desc: str = "jobs") -> list[Result]:
+    """``[fn(job) for job in jobs]``, in job order; on ``workers`` spawned processes with ``threads``
+    threads each when workers > 1, else here with the libraries' default thread counts.
+
+    `fn` must be a module-level function (it is pickled by name). An exception in a job is raised
+    here, with its original type, after the other running jobs finish.
+    """
+    from tqdm import tqdm
+
+    if workers <= 1 or len(jobs) <= 1:
+        return [fn(job) for job in tqdm(jobs, desc=desc, unit="job")]
+    with _thread_environment(threads), ProcessPoolExecutor(
+            min(workers, len(jobs)), mp_context=multiprocessing.get_context("spawn")) as pool:
+        return list(tqdm(pool.map(fn, jobs), total=len(jobs), desc=desc, unit="job"))

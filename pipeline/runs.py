@@ -1,0 +1,56 @@
+"""Run names: which runs the pipeline trains and which params section configures each.
+
+Runs are named after what they train:
+- baselines: the runs under ``baselines`` in params (a loss, miner, sampler each), of which
+  ``experiment.methods`` lists those the pipeline trains;
+- the CCP family ``<loss>_<variant>`` for every loss in ``ccp.losses`` and variant in ``ccp.variants``
+  (``c2_ccp``, ``c2_loss_proxy``, ``c2_batch``...), all configured by the ``ccp`` section;
+- the PROFS family ``<loss>_<variant>`` for ``profs.losses`` x ``profs.variants``
+  (``ms_profs``, ``ms_profs_hncm``, ``ms_plain``...), configured by the ``profs`` section.
+The two families' variant names differ, so a run name says which family it belongs to. This module
+imports no torch, so stages that only dispatch or report stay quick to start.
+"""
+
+from __future__ import annotations
+
+CCP_VARIANTS = ("batch", "loss_proxy", "ccp", "sample_ccp")
+PROFS_VARIANTS = ("plain", "profs", "profs_hncm")
+
+
+def ccp_runs(params) -> list[str]:
+    return [f"{loss}_{variant}" for loss in params.ccp.losses for variant in params.ccp.variants]
+
+
+def profs_runs(params) -> list[str]:
+    return [f"{loss}_{variant}" for loss in params.profs.losses for variant in params.profs.variants]
+
+
+def all_runs(params) -> list[str]:
+    """Every run the pipeline trains and reports, in report order."""
+    return list(params.experiment.methods) + ccp_runs(params) + profs_runs(params)
+
+
+def _parse(name: str, variants) -> tuple[str, str] | None:
+    loss, _, variant = name.partition("_")
+    return (loss, variant) if variant in variants else None
+
+
+def parse_ccp_run(name: str) -> tuple[str, str] | None:
+    """(loss, variant) of a CCP-family run name, or None."""
+    return _parse(name, CCP_VARIANTS)
+
+
+def parse_profs_run(name: str) -> tuple[str, str] | None:
+    """(loss, variant) of a PROFS-family run name, or None."""
+    return _parse(name, PROFS_VARIANTS)
+
+
+def run_config(params, name: str):
+    """The params section that configures run `name`."""
+    if name in params.baselines:
+        return params.baselines[name]
+    if parse_ccp_run(name):
+        return params.ccp
+    if parse_profs_run(name):
+        return params.profs
+    raise ValueError(f"unknown method {name!r}")

@@ -1,0 +1,26 @@
+"""ablation: one ablation study (pipeline/ablation.py), every grid point trained on one fold in
+``train.workers`` processes; writes one CSV row per point (the report stage draws the figures)."""
+
+from pipeline import ablation
+from pipeline.io import write_text
+from pipeline.jobs import run_fold_job
+from pipeline.parallel import run_jobs
+from stages._common import run
+
+
+def main(params, args):
+    rows, jobs = ablation.jobs(params, args.study, args.data, args.features)
+    outcomes = run_jobs(run_fold_job, jobs, params.train.workers, params.train.threads_per_worker,
+                        desc=f"ablation {args.study}")
+    write_text(args.out, ablation.results_table(rows, outcomes).to_csv(index=False, float_format="%.6g"))
+
+
+def configure(p):
+    p.add_argument("--study", required=True, choices=ablation.STUDIES)
+    p.add_argument("--data", default="data/prepared")
+    p.add_argument("--features", default="data/features")
+    p.add_argument("--out", required=True, help="CSV, one row per grid point")
+
+
+if __name__ == "__main__":
+    run(__doc__, configure, main)
