@@ -109,6 +109,7 @@ class EvalConfig:
     query_chunk: int = param(4096, ge=1)
     kmeans_niter: int = param(20, ge=1)
     kmeans_restarts: int = param(1, ge=1)
+    workers: int = param(1, ge=1)  # runs evaluated in this many processes
 
 
 @dataclass

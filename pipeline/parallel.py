@@ -11,8 +11,10 @@ core count.
 
 from __future__ import annotations
 
+import logging
 import multiprocessing
 import os
+import sys
 from concurrent.futures import ProcessPoolExecutor
 from contextlib import contextmanager
 from typing import Callable, Sequence, TypeVar
@@ -20,6 +22,12 @@ from typing import Callable, Sequence, TypeVar
 Job = TypeVar("Job")
 Result = TypeVar("Result")
 THREAD_VARIABLES = ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS")
+LOG_FORMAT = "%(asctime)s %(name)s: %(message)s"  # the stage CLIs' format (stages/_common.py)
+
+
+def configure_logging() -> None:
+    """INFO messages to stderr in the stages' format (in the stage process and in every worker)."""
+    logging.basicConfig(level=logging.INFO, format=LOG_FORMAT, stream=sys.stderr)
 
 
 @contextmanager
@@ -50,5 +58,6 @@ def run_jobs(fn: Callable[[Job], Result], jobs: Sequence[Job], workers: int, thr
     if workers <= 1 or len(jobs) <= 1:
         return [fn(job) for job in tqdm(jobs, desc=desc, unit="job")]
     with _thread_environment(threads), ProcessPoolExecutor(
-            min(workers, len(jobs)), mp_context=multiprocessing.get_context("spawn")) as pool:
+            min(workers, len(jobs)), mp_context=multiprocessing.get_context("spawn"),
+            initializer=configure_logging) as pool:
         return list(tqdm(pool.map(fn, jobs), total=len(jobs), desc=desc, unit="job"))

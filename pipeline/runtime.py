@@ -6,8 +6,12 @@ import logging
 import os
 import random
 import zlib
+from typing import TYPE_CHECKING
 
 import numpy as np
+
+if TYPE_CHECKING:
+    import torch
 
 log = logging.getLogger(__name__)
 

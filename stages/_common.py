@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 import argparse
-import logging
 import sys
 from typing import Callable
 
 from pipeline.config import load_params
 from pipeline.errors import PipelineError
+from pipeline.parallel import configure_logging
 
 
 def run(description: str, configure: Callable[[argparse.ArgumentParser], None], body: Callable) -> None:
@@ -17,7 +17,7 @@ def run(description: str, configure: Callable[[argparse.ArgumentParser], None], 
     parser.add_argument("--params", default="params.yaml", help="params file (default: params.yaml)")
     configure(parser)
     args = parser.parse_args()
-    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s: %(message)s", stream=sys.stderr)
+    configure_logging()
     try:
         body(load_params(args.params), args)
     except (PipelineError, FileNotFoundError) as err:

@@ -1,44 +1,44 @@
-"""evaluate: MLRC Separated and Concatenated metrics of one method on the test classes, and the
-singular value spectrum of each fold's test embeddings (Revisiting section 5)."""
+"""evaluate: MLRC Separated and Concatenated metrics of every trained run on the test classes, the
+singular value spectrum of each fold's test embeddings (Revisiting section 5), and the headline
+metrics (separated MAP@R, P@1, R-precision per run) that `dvc metrics show` and `dvc exp show` list.
+
+One stage for all runs (a process per run would cost more in start-up than the evaluation itself);
+runs are evaluated in ``eval.workers`` processes, and every output folder appears complete or not at all.
+"""
 
 from pathlib import Path
 
-import numpy as np
-import pandas as pd
-
-from pipeline.data.manifest import DataError
-from pipeline.evaluation.protocol import mlrc_protocol
-from pipeline.evaluation.spectrum import singular_value_spectrum
-from pipeline.io import write_json, write_text
+from pipeline.evaluation.runs import HEADLINE, evaluate_run
+from pipeline.io import atomic_path, write_json
+from pipeline.parallel import run_jobs
+from pipeline.runs import all_runs
 from stages._common import run
 
 
 def main(params, args):
-    embeddings, labels = [], None
-    for fold in params.experiment.folds:
-        path = Path(args.models) / f"fold-{fold}" / "test_embeddings.npz"
-        if not path.is_file():
-            raise FileNotFoundError(f"{path}: test embeddings not found (run train@{args.method}-{fold})")
-        with np.load(path) as z:
-            if labels is not None and not np.array_equal(labels, z["labels"]):
-                raise DataError(f"{path}: test labels differ from fold 0's")
-            embeddings.append(z["embeddings"])
-            labels = z["labels"]
-    result = mlrc_protocol(embeddings, labels, params.eval, params.seed)
-    result["num_test_images"] = int(len(labels))
-    result["num_test_classes"] = int(len(np.unique(labels)))
-    write_json(args.out, result)
-    spectra = pd.concat([pd.DataFrame({"fold": fold, "index": np.arange(1, x.shape[1] + 1),
-                                       "singular_value": singular_value_spectrum(x)})
-                         for fold, x in zip(params.experiment.folds, embeddings)])
-    write_text(args.spectrum, spectra.to_csv(index=False, float_format="%.6g"))
+    runs = all_runs(params)
+    jobs = [(str(Path(args.models) / r), r, list(params.experiment.folds), params.eval, params.seed) for r in runs]
+    for path, _, folds, _, _ in jobs:  # fail before any work if a model is missing
+        for fold in folds:
+            if not (Path(path) / f"fold-{fold}" / "test_embeddings.npz").is_file():
+                raise FileNotFoundError(f"{path}/fold-{fold}/test_embeddings.npz: test embeddings not found "
+                                        f"(run the train stage of {Path(path).name})")
+    results = run_jobs(evaluate_run, jobs, params.eval.workers, threads=1, desc="evaluate")
+    with atomic_path(args.out) as metrics, atomic_path(args.spectra) as spectra:
+        metrics.mkdir()
+        spectra.mkdir()
+        for name, (result, spectrum) in zip(runs, results):
+            write_json(metrics / f"{name}.json", result)
+            spectrum.to_csv(spectra / f"{name}.csv", index=False, float_format="%.6g")
+    write_json(args.headline, {name: {k: result["separated"]["mean"][k] for k in HEADLINE}
+                               for name, (result, _) in zip(runs, results)})
 
 
 def configure(p):
-    p.add_argument("--method", required=True)
-    p.add_argument("--models", required=True, help="folder with fold-<k>/test_embeddings.npz")
-    p.add_argument("--out", required=True, help="metrics JSON")
-    p.add_argument("--spectrum", required=True, help="CSV of the normalised singular values per fold")
+    p.add_argument("--models", default="data/models", help="folder with <run>/fold-<k>/test_embeddings.npz")
+    p.add_argument("--out", default="reports/metrics", help="folder of metrics JSON files, one per run")
+    p.add_argument("--spectra", default="reports/spectra", help="folder of singular value CSVs, one per run")
+    p.add_argument("--headline", default="reports/headline_metrics.json")
 
 
 if __name__ == "__main__":

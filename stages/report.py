@@ -26,9 +26,9 @@ FIGURES = ("ccp_proxies_pool", "ccp_lambda", "profs_lambda", "profs_m", "ccp_los
            "ccp_steps_per_projection", "ccp_subproblems", "spectrum")
 
 
-def _need(path: Path, what: str) -> Path:
+def _need(path: Path, what: str, hint: str) -> Path:
     if not path.is_file():
-        raise FileNotFoundError(f"{path}: {what} not found")
+        raise FileNotFoundError(f"{path}: {what} not found ({hint})")
     return path
 
 
@@ -41,18 +41,18 @@ def load(params, args) -> dict:
                           f"trained runs ({', '.join(runs)})")
     proxy_runs = [r for r in ccp_runs(params) if parse_ccp_run(r)[1] != "batch"]
     return {
-        "metrics": {r: read_json(_need(Path(args.metrics) / f"{r}.json", f"metrics (run the evaluate stage of {r})"))
+        "metrics": {r: read_json(_need(Path(args.metrics) / f"{r}.json", "metrics", "run the evaluate stage"))
                     for r in runs},
-        "spectra": {r: pd.read_csv(_need(Path(args.spectra) / f"{r}.csv", f"spectrum (run the evaluate stage of {r})"))
+        "spectra": {r: pd.read_csv(_need(Path(args.spectra) / f"{r}.csv", "spectrum", "run the evaluate stage"))
                     for r in params.report.spectrum_runs},
         "subproblems": read_subproblems(Path(args.subproblems), proxy_runs, params.experiment.folds),
         "proxy_runs": proxy_runs,
-        "ablations": {s: pd.read_csv(_need(Path(args.ablations) / f"{s}.csv", f"ablation table (run ablation@{s})"))
+        "ablations": {s: pd.read_csv(_need(Path(args.ablations) / f"{s}.csv", "ablation table", f"run ablation@{s}"))
                       for s in ablation.STUDIES},
-        "lanml": [read_json(_need(Path(args.lanml) / f"{d}.json", f"LANML results (run lanml@{d})"))
+        "lanml": [read_json(_need(Path(args.lanml) / f"{d}.json", "LANML results", f"run lanml@{d}"))
                   for d in params.lanml.datasets],
-        "poc": read_json(_need(Path(args.poc), "proof-of-concept results (run the poc stage)")),
-        "info": read_json(_need(Path(args.features) / "info.json", "feature cache info (run the embed stage)")),
+        "poc": read_json(_need(Path(args.poc), "proof-of-concept results", "run the poc stage")),
+        "info": read_json(_need(Path(args.features) / "info.json", "feature cache info", "run the embed stage")),
         "published": read_published(Path(args.reference)),
     }
 

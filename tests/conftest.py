@@ -22,6 +22,9 @@ TINY_OVERRIDES = {
     "ccp": {"losses": ["c2"], "variants": ["loss_proxy", "ccp"], "proxies_per_class": 2, "pool_size": 3},
     "profs": {"losses": ["ms"], "variants": ["plain", "profs_hncm"]},
     "poc": {"max_epochs": 3, "max_subproblems": 2, "hidden": 8},
+    "ablation": {"ccp": {"proxies_per_class": [1, 2], "pool_factors": [1, 2], "lambdas": [0.0, 2e-4]},
+                 "profs": {"loss": "ms", "lambdas": [0.0, 1e-3], "m": [5]}},
+    "report": {"spectrum_runs": ["ms", "c2_ccp"]},
     "lanml": {"datasets": ["iris"], "methods": ["euclidean", "lanml_minus", "lmnn"], "repeats": 2, "cv_folds": 2,
               "max_k": 5, "grids": {"lanml_minus": {"lam": [0.5], "gamma1": [-1.0], "gamma2": [2.0]},
                                     "lmnn": {"regularization": [0.5], "n_neighbors": [3]}}},
@@ -60,10 +63,11 @@ def write_params(path: Path, data: dict) -> Path:
 @pytest.fixture
 def tiny_data(tmp_path, tiny_params):
     """A prepared tiny digit-pairs set and its feature cache."""
+    import torch
+
     from pipeline.data.digit_pairs import write_digit_pairs
     from pipeline.data.manifest import read_manifest
     from pipeline.features import extract_features
-    import torch
 
     root = tmp_path / "prepared"
     root.mkdir()

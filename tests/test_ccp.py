@@ -13,8 +13,8 @@ from pipeline.config import CCPConfig, ParamsError, params_from_dict
 from pipeline.experiment import train_fold
 from pipeline.losses.pair_losses import build_pair_loss
 from pipeline.methods.ccp import CCPObjective
-from pipeline.methods.objective import projection_penalty
 from pipeline.methods.kcenter import covering_radius, greedy_k_center
+from pipeline.methods.objective import projection_penalty
 from pipeline.models.embedder import normalize_embeddings
 from tests.conftest import merge
 

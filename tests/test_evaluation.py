@@ -174,3 +174,22 @@ def test_protocol_concatenates_normalised_folds():
     assert out["concatenated"]["map_at_r"] == pytest.approx(single["map_at_r"])
     assert set(out["separated"]["folds"]) == {"fold_0", "fold_1"}
     assert out["separated"]["std"]["map_at_r"] >= 0.0
+
+
+def test_evaluate_run_reads_the_folds_and_writes_one_spectrum_per_fold(tmp_path, tiny_params):
+    from pipeline.data.manifest import DataError
+    from pipeline.evaluation.runs import evaluate_run
+
+    rng = np.random.default_rng(0)
+    labels = np.repeat(np.arange(4), 5)
+    for fold in (0, 1):
+        (tmp_path / f"fold-{fold}").mkdir()
+        np.savez(tmp_path / f"fold-{fold}" / "test_embeddings.npz", embeddings=rng.normal(size=(20, 3)), labels=labels)
+    result, spectra = evaluate_run((str(tmp_path), "x", [0, 1], tiny_params.eval, 0))
+    assert result["num_test_images"] == 20 and result["num_test_classes"] == 4
+    assert set(result["separated"]["folds"]) == {"fold_0", "fold_1"}
+    assert spectra.groupby("fold").singular_value.sum().round(12).tolist() == [1.0, 1.0]
+    assert spectra["index"].tolist() == [1, 2, 3, 1, 2, 3]
+    np.savez(tmp_path / "fold-1" / "test_embeddings.npz", embeddings=rng.normal(size=(20, 3)), labels=labels[::-1])
+    with pytest.raises(DataError, match="test labels differ from fold 0's"):
+        evaluate_run((str(tmp_path), "x", [0, 1], tiny_params.eval, 0))

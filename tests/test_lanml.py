@@ -8,9 +8,17 @@ import pytest
 from sklearn.datasets import load_iris, load_wine
 from sklearn.preprocessing import StandardScaler
 
-from pipeline.linear.lanml import (LANMLError, LANMLProblem, log_exp_mean, mahalanobis_sq, neighbourhoods,
-                                   pnca_value_and_gradient, solve_cvxpy, solve_factored,
-                                   solve_projected_gradient)
+from pipeline.linear.lanml import (
+    LANMLError,
+    LANMLProblem,
+    log_exp_mean,
+    mahalanobis_sq,
+    neighbourhoods,
+    pnca_value_and_gradient,
+    solve_cvxpy,
+    solve_factored,
+    solve_projected_gradient,
+)
 
 RNG = np.random.default_rng(0)
 X_TINY = RNG.normal(size=(12, 3))

@@ -45,26 +45,43 @@ def repo(tmp_path_factory):
     return repo
 
 
+RUNS = ("ms", "proxy_anchor", "c2_loss_proxy", "c2_ccp", "ms_plain", "ms_profs_hncm")
+FIGURES = ("ccp_proxies_pool", "ccp_lambda", "profs_lambda", "profs_m", "ccp_loss_proxy_vs_ccp",
+           "ccp_steps_per_projection", "ccp_subproblems", "spectrum", "ccp_poc")
+
+
 def test_repro_builds_every_output(repo):
     out = sh(DVC + ["repro"], repo)
-    expected = {"prepare", "embed", "poc", "report", "lanml@iris", "evaluate@ms", "evaluate@proxy_anchor",
-                "evaluate_ccp@c2-loss_proxy", "evaluate_ccp@c2-ccp", "evaluate_profs@ms-plain",
-                "evaluate_profs@ms-profs_hncm"}
-    expected |= {f"train_profs@ms-{v}-{f}" for v in ("plain", "profs_hncm") for f in (0, 1)}
-    expected |= {f"train@{m}-{f}" for m in ("ms", "proxy_anchor") for f in (0, 1)}
-    expected |= {f"train_ccp@c2-{v}-{f}" for v in ("loss_proxy", "ccp") for f in (0, 1)}
+    expected = {"prepare", "embed", "poc", "report", "lanml@iris", "evaluate", "train@ms", "train@proxy_anchor",
+                "train_ccp@c2-loss_proxy",
+                "train_ccp@c2-ccp", "train_profs@ms-plain", "train_profs@ms-profs_hncm", "ablation@ccp",
+                "ablation@profs"}
     assert stages_run(out) == expected
-    results = (repo / "reports" / "results.md").read_text()
-    assert (repo / "reports" / "figures" / "ccp_poc.png").stat().st_size > 10_000
-    assert "c2_ccp, fold 0" in (repo / "reports" / "ccp_subproblems.md").read_text()
-    for method in ("ms", "proxy_anchor", "c2_loss_proxy", "c2_ccp", "ms_plain", "ms_profs_hncm"):
+    reports = repo / "reports"
+    results = (reports / "results.md").read_text()
+    assert "c2_ccp, fold 0" in (reports / "ccp_subproblems.md").read_text()
+    for method in RUNS:
         assert f"| {method} | separated-8D |" in results and f"| {method} | concatenated-16D |" in results
-        assert (repo / "reports" / "train_logs" / method / "fold-1.csv").read_text().startswith("epoch,")
+        for fold in (0, 1):  # the folds trained in two worker processes, one log each
+            assert (reports / "train_logs" / method / f"fold-{fold}.csv").read_text().startswith("epoch,")
     assert "pixels (raw grey intensities" in results
-    lanml = (repo / "reports" / "lanml.md").read_text()
+    for name in FIGURES:
+        assert (reports / "figures" / f"{name}.png").stat().st_size > 10_000, name
+    for protocol in ("mlrc", "conventional"):
+        for suffix in (".md", ".csv", ".tex"):
+            text = (reports / "tables" / f"{protocol}_digit_pairs{suffix}").read_text()
+            assert all(run.replace("_", r"\_" if suffix == ".tex" else "_") in text for run in RUNS), (protocol, suffix)
+    assert "no paper reports this data set" in (reports / "tables" / "mlrc_digit_pairs.md").read_text()
+    index = (reports / "README.md").read_text()
+    assert "params hash" in index and "**#proxy x pool size (CCP Fig. 5)**" in index
+    assert all(f"figures/{name}.png" in index for name in FIGURES)
+    assert len((reports / "ablations" / "ccp.csv").read_text().splitlines()) == 1 + 4 + 2
+    lanml = (reports / "lanml.md").read_text()
     assert "## iris (150 samples, 4 features, 3 classes)" in lanml and "| lanml_minus |" in lanml
     shown = sh(DVC + ["metrics", "show", "--json"], repo)
-    assert "map_at_r" in shown
+    assert "map_at_r" in shown and "c2_ccp" in shown
+    plots = sh(DVC + ["plots", "show", "--json"], repo)
+    assert "reports/train_logs/ms/fold-0.csv" in plots
     sh(["git", "add", "-A"], repo)
     sh(["git", "commit", "-qm", "results"], repo)
 
@@ -75,18 +92,34 @@ def test_second_repro_is_a_no_op(repo):
     assert "up to date" in out.lower() or "didn't change" in out
 
 
-def test_ccp_lambda_reruns_only_ccp_stages(repo):
-    out = sh(DVC + ["exp", "run", "-S", "ccp.lambda=1e-10"], repo)
+def _snapshot(repo):
+    reports = repo / "reports"
+    rows = (reports / "results.csv").read_text().splitlines()
+    return {"rows": {r.split(",")[0] + r.split(",")[1]: r for r in rows[1:]},
+            "figures": {p.name: p.read_bytes() for p in (reports / "figures").glob("*.png")},
+            "lanml": (reports / "lanml.md").read_text()}
+
+
+def test_ccp_lambda_changes_only_ccp_rows_and_figures(repo):
+    before = _snapshot(repo)
+    out = sh(DVC + ["exp", "run", "-S", "ccp.lambda=3e-2"], repo)
     ran = stages_run(out)
-    assert {"train_ccp@c2-ccp-0", "train_ccp@c2-ccp-1"} <= ran  # report reruns only if the metrics moved
-    assert not any(s.startswith(("train@", "evaluate@", "prepare", "embed")) for s in ran)
-    assert "lambda: 1e-10" in (repo / "params.yaml").read_text()
+    assert {"train_ccp@c2-ccp", "ablation@ccp", "poc", "report"} <= ran
+    assert not any(s.startswith(("train@", "train_profs", "ablation@profs", "prepare", "embed", "lanml")) for s in ran)
+    after = _snapshot(repo)
+    changed_rows = {k for k in before["rows"] if before["rows"][k] != after["rows"][k]}
+    assert changed_rows and all(k.startswith("c2_ccp") for k in changed_rows)  # loss_proxy has no lambda
+    changed_figures = {k for k in before["figures"] if before["figures"][k] != after["figures"][k]}
+    assert changed_figures and all(k.startswith(("ccp_", "spectrum")) for k in changed_figures), changed_figures
+    assert not {"profs_lambda.png", "profs_m.png"} & changed_figures
+    assert before["lanml"] == after["lanml"]
+    assert "lambda: 0.03" in (repo / "params.yaml").read_text()
 
 
 def test_exp_run_reruns_only_the_changed_method(repo):
     out = sh(DVC + ["exp", "run", "-S", "baselines.ms.loss.alpha=3.0"], repo)
-    assert stages_run(out) == {"train@ms-0", "train@ms-1", "evaluate@ms", "report"}
+    assert stages_run(out) == {"train@ms", "evaluate", "report"}
     params = yaml.safe_load((repo / "params.yaml").read_text())
     assert params["baselines"]["ms"]["loss"]["alpha"] == 3.0
     shown = sh(DVC + ["exp", "show", "--csv"], repo)
-    assert "baselines.ms.loss.alpha" in shown
+    assert "baselines.ms.loss.alpha" in shown and "map_at_r" in shown

@@ -52,8 +52,8 @@ def test_train_refuses_a_method_not_listed(tmp_path, tiny_dict, prepared):
     out.mkdir()
     (out / "keep").write_text("earlier output")
     params = write_params(tmp_path / "params.yaml", tiny_dict)
-    done = run_stage("train", params, "--method", "foo", "--fold", "0", "--data", str(prepared),
-                     "--out", str(out), "--log", str(tmp_path / "log.csv"))
+    done = run_stage("train", params, "--method", "foo", "--data", str(prepared),
+                     "--out", str(out), "--logs", str(tmp_path / "logs"))
     assert done.returncode == 2
     assert done.stderr.strip().splitlines()[-1].startswith(
         "error: params.yaml: method 'foo' is not one of the configured runs (ms, proxy_anchor, c2_loss_proxy, c2_ccp, ms_plain,")
@@ -64,7 +64,17 @@ def test_report_names_a_missing_metrics_file(tmp_path, tiny_dict):
     params = write_params(tmp_path / "params.yaml", tiny_dict)
     done = run_stage("report", params, "--metrics", str(tmp_path / "none"), "--out", str(tmp_path / "rep"))
     assert done.returncode == 2
-    assert "metrics not found (run the evaluate stage of ms)" in done.stderr
+    last = done.stderr.strip().splitlines()[-1]
+    assert last == f"error: {tmp_path / 'none' / 'ms.json'}: metrics not found (run the evaluate stage)"
+    assert not (tmp_path / "rep").exists()  # no partial report
+
+
+def test_report_refuses_a_spectrum_run_that_is_not_trained(tmp_path, tiny_dict):
+    params = write_params(tmp_path / "params.yaml", merge(tiny_dict, {"report": {"spectrum_runs": ["ms", "npair"]}}))
+    done = run_stage("report", params, "--out", str(tmp_path / "rep"))
+    assert done.returncode == 2
+    assert done.stderr.strip().splitlines()[-1].startswith(
+        "error: params.yaml: report.spectrum_runs: npair not among the trained runs (ms, proxy_anchor,")
     assert not (tmp_path / "rep").exists()
 
 
@@ -78,12 +88,27 @@ def test_lanml_stage_names_an_unknown_data_set(tmp_path, tiny_dict):
 
 
 def test_report_names_missing_lanml_results(tmp_path, tiny_dict):
-    metrics = tmp_path / "metrics"
+    metrics, ablations = tmp_path / "metrics", tmp_path / "ablations"
     metrics.mkdir()
+    ablations.mkdir()
+    for study in ("ccp", "profs"):
+        (ablations / f"{study}.csv").write_text("sweep,test_map_at_r\n")
     done = run_stage("report", write_params(tmp_path / "params.yaml", merge(tiny_dict, {"experiment": {"methods": []},
-                     "ccp": {"losses": []}, "profs": {"losses": []}})), "--metrics", str(metrics),
+                     "ccp": {"losses": []}, "profs": {"losses": []}, "report": {"spectrum_runs": []}})),
+                     "--metrics", str(metrics), "--ablations", str(ablations),
                      "--lanml", str(tmp_path / "none"), "--out", str(tmp_path / "rep"))
     assert done.returncode == 2
     last = done.stderr.strip().splitlines()[-1]
     assert last.startswith("error: ") and last.endswith("iris.json: LANML results not found (run lanml@iris)")
     assert not (tmp_path / "rep").exists()  # nothing written before the check
+
+
+def test_evaluate_names_missing_test_embeddings(tmp_path, tiny_dict):
+    out = tmp_path / "metrics"
+    done = run_stage("evaluate", write_params(tmp_path / "params.yaml", tiny_dict), "--models", str(tmp_path / "models"),
+                     "--out", str(out), "--spectra", str(tmp_path / "spectra"), "--headline", str(tmp_path / "h.json"))
+    assert done.returncode == 2
+    assert done.stderr.strip().splitlines()[-1] == (
+        f"error: {tmp_path / 'models' / 'ms'}/fold-0/test_embeddings.npz: test embeddings not found "
+        "(run the train stage of ms)")
+    assert not out.exists() and not (tmp_path / "h.json").exists()

@@ -8,7 +8,6 @@ import io
 import threading
 import zipfile
 
-import numpy as np
 import pytest
 
 from pipeline.linear import datasets

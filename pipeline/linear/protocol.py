@@ -47,58 +47,86 @@ def grid_settings(grid: dict[str, list]) -> list[dict]:
     return [dict(zip(names, values)) for values in itertools.product(*(grid[n] for n in names))]
 
 
-def cross_validate(x, y, method: str, grid: dict[str, list], max_k: int, folds: int, seed: int):
-    """(best setting, best K, its mean validation accuracy) over the grid and K = 1..max_k."""
+def split_parts(x, y, split_seed: int, test_fraction: float, pca_dims: int):
+    """(x_train, x_test, y_train, y_test) of one stratified split, preprocessing fitted on the training part."""
+    x_train, x_test, y_train, y_test = train_test_split(x, y, test_size=test_fraction, stratify=y,
+                                                        random_state=split_seed)
+    prep = preprocessor(x.shape[1], pca_dims).fit(x_train)
+    return prep.transform(x_train), prep.transform(x_test), y_train, y_test
+
+
+def cv_accuracies(x_train, y_train, method: str, setting: dict, max_k: int, folds: int, seed: int) -> np.ndarray:
+    """Mean validation accuracy of one hyperparameter setting for K = 1..max_k, by stratified k-fold CV."""
+    acc = np.zeros(max_k)
+    for fit_rows, val_rows in StratifiedKFold(n_splits=folds, shuffle=True, random_state=seed).split(x_train, y_train):
+        m = METHODS[method](x_train[fit_rows], y_train[fit_rows], random_state=seed, **setting)
+        acc += knn_accuracies(transform(x_train[fit_rows], m), y_train[fit_rows], transform(x_train[val_rows], m),
+                              y_train[val_rows], max_k)
+    return acc / folds
+
+
+def choose(settings: list[dict], accuracies: list[np.ndarray]) -> tuple[dict, int, float]:
+    """(setting, K, accuracy) with the best mean validation accuracy; the first setting and smallest K win ties."""
     best = (None, 1, -1.0)
-    splitter = StratifiedKFold(n_splits=folds, shuffle=True, random_state=seed)
-    for setting in grid_settings(grid):
-        acc = np.zeros(max_k)
-        for fit_rows, val_rows in splitter.split(x, y):
-            m = METHODS[method](x[fit_rows], y[fit_rows], random_state=seed, **setting)
-            acc += knn_accuracies(transform(x[fit_rows], m), y[fit_rows], transform(x[val_rows], m), y[val_rows],
-                                  max_k)
-        acc /= folds
+    for setting, acc in zip(settings, accuracies):
         k = int(np.argmax(acc))
         if acc[k] > best[2]:
             best = (setting, k + 1, float(acc[k]))
     return best
 
 
-def evaluate_split(x, y, method: str, grid: dict[str, list], split_seed: int, test_fraction: float,
-                   max_k: int, folds: int, pca_dims: int) -> dict:
-    """One 70/30 split: CV-selected setting and K, test accuracy, best-K-on-test accuracy, fit time."""
-    x_train, x_test, y_train, y_test = train_test_split(x, y, test_size=test_fraction, stratify=y,
-                                                        random_state=split_seed)
-    prep = preprocessor(x.shape[1], pca_dims).fit(x_train)
-    x_train, x_test = prep.transform(x_train), prep.transform(x_test)
-    setting, k, cv_acc = cross_validate(x_train, y_train, method, grid, max_k, folds, split_seed)
+def test_fit(x_train, x_test, y_train, y_test, method: str, setting: dict, k: int, max_k: int, seed: int) -> dict:
+    """Refit `setting` on the whole training part (timed) and score kNN on the test part."""
     start = time.perf_counter()
-    m = METHODS[method](x_train, y_train, random_state=split_seed, **setting)
+    m = METHODS[method](x_train, y_train, random_state=seed, **setting)
     fit_seconds = time.perf_counter() - start
     acc = knn_accuracies(transform(x_train, m), y_train, transform(x_test, m), y_test, max_k)
-    return {"setting": setting, "k": k, "cv_accuracy": cv_acc, "accuracy": float(acc[k - 1]),
-            "best_k_on_test": int(np.argmax(acc)) + 1, "accuracy_best_k_on_test": float(acc.max()),
-            "fit_seconds": fit_seconds}
+    return {"setting": setting, "k": k, "accuracy": float(acc[k - 1]), "best_k_on_test": int(np.argmax(acc)) + 1,
+            "accuracy_best_k_on_test": float(acc.max()), "fit_seconds": fit_seconds}
 
 
-def _evaluate_split_job(job: tuple) -> dict:
-    return evaluate_split(*job)
+def evaluate_split(x, y, method: str, grid: dict[str, list], split_seed: int, test_fraction: float,
+                   max_k: int, folds: int, pca_dims: int) -> dict:
+    """One split in one process: CV-selected setting and K, test accuracy, best-K-on-test accuracy, fit time."""
+    x_train, x_test, y_train, y_test = split_parts(x, y, split_seed, test_fraction, pca_dims)
+    settings = grid_settings(grid)
+    setting, k, cv_acc = choose(settings, [cv_accuracies(x_train, y_train, method, s, max_k, folds, split_seed)
+                                           for s in settings])
+    return {**test_fit(x_train, x_test, y_train, y_test, method, setting, k, max_k, split_seed), "cv_accuracy": cv_acc}
+
+
+def _cv_job(job: tuple) -> np.ndarray:
+    x, y, method, setting, split_seed, cfg = job
+    x_train, _, y_train, _ = split_parts(x, y, split_seed, cfg.test_fraction, cfg.pca_dims)
+    return cv_accuracies(x_train, y_train, method, setting, cfg.max_k, cfg.cv_folds, split_seed)
+
+
+def _test_job(job: tuple) -> dict:
+    x, y, method, setting, k, split_seed, cfg = job
+    parts = split_parts(x, y, split_seed, cfg.test_fraction, cfg.pca_dims)
+    return test_fit(*parts, method, setting, k, cfg.max_k, split_seed)
 
 
 def compare_methods(x, y, cfg, seed: int) -> dict:
     """Every method of `cfg` (the lanml params section) over cfg.repeats splits: per-split results and
     mean / sample std of the accuracies (in %) and of the fit time. Split r uses the same seed for every
-    method, so all methods see the same splits."""
-    out = {}
-    jobs = []
+    method, so all methods see the same splits. The cross-validation of every (method, split, setting)
+    and then the refit of every chosen setting run as jobs on ``cfg.workers`` processes."""
+    splits = []  # (method, split seed, settings)
     for method in cfg.methods:
         grid = dict(cfg.grids.get(method, {}))
         if method == "lanml_minus":
             grid.update(k_similar=[cfg.k_similar], tol=[cfg.solver_tol], smoothing_min=[cfg.smoothing_min])
-        jobs += [(x, y, method, grid, seed + r, cfg.test_fraction, cfg.max_k, cfg.cv_folds, cfg.pca_dims)
-                 for r in range(cfg.repeats)]
-    for job, split in zip(jobs, run_jobs(_evaluate_split_job, jobs, cfg.workers, threads=1, desc="lanml")):
-        out.setdefault(job[2], {"splits": []})["splits"].append(split)
+        splits += [(method, seed + r, grid_settings(grid)) for r in range(cfg.repeats)]
+    cv_jobs = [(x, y, method, setting, split_seed, cfg) for method, split_seed, settings in splits for setting in settings]
+    accuracies = iter(run_jobs(_cv_job, cv_jobs, cfg.workers, threads=1, desc="lanml cross-validation"))
+    chosen = [choose(settings, [next(accuracies) for _ in settings]) for _, _, settings in splits]
+    test_jobs = [(x, y, method, setting, k, split_seed, cfg)
+                 for (method, split_seed, _), (setting, k, _) in zip(splits, chosen)]
+    out = {}
+    for (method, _, _), (_, _, cv_acc), result in zip(splits, chosen, run_jobs(_test_job, test_jobs, cfg.workers,
+                                                                               threads=1, desc="lanml test")):
+        out.setdefault(method, {"splits": []})["splits"].append({**result, "cv_accuracy": cv_acc})
     for method, result in out.items():
         for key in ("accuracy", "accuracy_best_k_on_test", "fit_seconds"):
             values = np.array([s[key] for s in result["splits"]]) * (100 if key != "fit_seconds" else 1)

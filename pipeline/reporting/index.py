@@ -49,8 +49,8 @@ def ccp_paragraphs(table: pd.DataFrame, loss: str, fold: int) -> list[str]:
         if len(random):
             gain = [100 * (grid[grid.proxies_per_class == p].test_map_at_r.max() - r)
                     for p, r in zip(random.proxies_per_class, random.test_map_at_r)]
-            rand_text = (f" Against random proxy selection (b = #proxy), the best pool size of each #proxy gains "
-                         + ", ".join(f"{g:+.1f}" for g in gain) + f" points (#proxy = "
+            rand_text = (" Against random proxy selection (b = #proxy), the best pool size of each #proxy gains "
+                         + ", ".join(f"{g:+.1f}" for g in gain) + " points (#proxy = "
                          + ", ".join(str(p) for p in random.proxies_per_class) + ").")
         out.append(f"**#proxy x pool size (CCP Fig. 5)** — `figures/ccp_proxies_pool.png`: {loss.upper()}-CCP on fold {fold}, "
                    f"test MAP@R spans {_span(grid)}; the best point is #proxy = {best.proxies_per_class}, "

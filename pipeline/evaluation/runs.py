@@ -1,0 +1,35 @@
+"""Evaluation of one trained run: its fold models' test embeddings through the MLRC protocol."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from pipeline.data.manifest import DataError
+from pipeline.evaluation.protocol import mlrc_protocol
+from pipeline.evaluation.spectrum import singular_value_spectrum
+
+HEADLINE = ("map_at_r", "precision_at_1", "r_precision")  # separated means, listed by dvc metrics / exp show
+
+
+def evaluate_run(job: tuple) -> tuple[dict, pd.DataFrame]:
+    """(metrics, spectra) of run folder `path` = job[0]: MLRC Separated and Concatenated metrics with the
+    test set's size, and the normalised singular values of each fold's test embeddings."""
+    path, name, folds, cfg, seed = job
+    embeddings, labels = [], None
+    for fold in folds:
+        file = Path(path) / f"fold-{fold}" / "test_embeddings.npz"
+        with np.load(file) as z:
+            if labels is not None and not np.array_equal(labels, z["labels"]):
+                raise DataError(f"{file}: test labels differ from fold {folds[0]}'s")
+            embeddings.append(z["embeddings"])
+            labels = z["labels"]
+    result = mlrc_protocol(embeddings, labels, cfg, seed)
+    result["num_test_images"] = int(len(labels))
+    result["num_test_classes"] = int(len(np.unique(labels)))
+    spectra = pd.concat([pd.DataFrame({"fold": fold, "index": np.arange(1, x.shape[1] + 1),
+                                       "singular_value": singular_value_spectrum(x)})
+                         for fold, x in zip(folds, embeddings)])
+    return result, spectra

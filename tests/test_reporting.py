@@ -1,0 +1,116 @@
+"""Comparison tables beside the papers' numbers, the reference file, and the rank agreement."""
+
+import numpy as np
+import pandas as pd
+import pytest
+from scipy.stats import spearmanr
+
+from pipeline.reporting import comparison
+from pipeline.reporting.reference import COLUMNS, ReferenceError, read_published
+
+
+def fake_metrics(value: float, std: float = 0.01, concat: float | None = None) -> dict:
+    keys = ("precision_at_1", "r_precision", "map_at_r", "recall_at_1", "nmi", "f1")
+    return {"separated": {"mean": {k: value for k in keys}, "std": {k: std for k in keys}},
+            "concatenated": {k: value if concat is None else concat for k in keys}}
+
+
+def published_rows(rows: list[dict]) -> pd.DataFrame:
+    base = {"paper": "CCP", "table": "T", "dataset": "CUB", "protocol": "mlrc-separated-128D", "method": "m",
+            "run": "", "metric": "map_at_r", "value": 0.0, "std": np.nan, "note": ""}
+    return pd.DataFrame([{**base, **r} for r in rows], columns=COLUMNS)
+
+
+def test_measured_values_are_percent_with_std_for_separated_only():
+    table = comparison.measured({"a": fake_metrics(0.5, 0.02, concat=0.6)}, comparison.MLRC)
+    sep = table[table.column == "separated:map_at_r"].iloc[0]
+    con = table[table.column == "concatenated:map_at_r"].iloc[0]
+    assert (sep.value, sep["std"], con.value) == (50.0, 2.0, 60.0) and np.isnan(con["std"])
+
+
+def test_published_value_and_difference_only_on_the_papers_data_set():
+    published = published_rows([{"run": "a", "value": 40.0, "std": 1.5},
+                                {"run": "a", "value": 99.0, "dataset": "SOP"},
+                                {"run": "a", "value": 77.0, "protocol": "mlrc-concatenated-512D"}])
+    table = comparison.measured({"a": fake_metrics(0.5)}, comparison.MLRC)
+    on_cub = comparison.attach_published(table, published, "CUB", "mlrc").set_index("column")
+    assert on_cub.loc["separated:map_at_r", ["paper_value", "paper_std", "difference"]].tolist() == [40.0, 1.5, 10.0]
+    assert on_cub.loc["concatenated:map_at_r", "difference"] == 50.0 - 77.0
+    assert np.isnan(on_cub.loc["separated:precision_at_1", "paper_value"])  # the paper gives no P@1 row here
+    assert on_cub.loc["separated:map_at_r", "source"] == "CCP T"
+    assert comparison.attach_published(table, published, None, "mlrc").paper_value.isna().all()
+
+
+def test_render_marks_the_best_run_and_shows_paper_columns_when_there_are_any():
+    table = comparison.measured({"a": fake_metrics(0.5), "b": fake_metrics(0.7)}, comparison.MLRC)
+    plain = comparison.render(comparison.attach_published(table, published_rows([]), None, "mlrc"), comparison.MLRC, 1)
+    assert "| b | **70.0 ± 1.0** |" in plain and "| a | 50.0 ± 1.0 |" in plain and "paper" not in plain
+    published = published_rows([{"run": "a", "value": 45.0}])
+    with_paper = comparison.render(comparison.attach_published(table, published, "CUB", "mlrc"), comparison.MLRC, 1)
+    assert "| MAP@R (sep.) | MAP@R paper | Δ |" in with_paper.splitlines()[0]
+    row_a = next(line for line in with_paper.splitlines() if line.startswith("| a |"))
+    assert "| 50.0 ± 1.0 | 45.0 | +5.0 |" in row_a and row_a.endswith("| CCP T |")
+    latex = comparison.render(comparison.attach_published(table, published, None, "mlrc"), comparison.MLRC, 1, latex=True)
+    assert r"\textbf{70.0 $\pm$ 1.0}" in latex and latex.startswith(r"\begin{tabular}{lrrrrrr}")
+
+
+def test_latex_escapes_run_names():
+    table = comparison.measured({"c2_ccp": fake_metrics(0.5)}, comparison.MLRC)
+    latex = comparison.render(comparison.attach_published(table, published_rows([]), None, "mlrc"), comparison.MLRC, 1,
+                              latex=True)
+    assert r"c2\_ccp &" in latex
+
+
+def test_rank_agreement_matches_scipy():
+    ours = {"a": fake_metrics(0.1), "b": fake_metrics(0.2), "c": fake_metrics(0.3), "d": fake_metrics(0.4)}
+    theirs = {"a": 20.0, "b": 10.0, "c": 30.0, "d": 40.0}
+    published = published_rows([{"run": r, "value": v} for r, v in theirs.items()] + [{"run": "zz", "value": 1.0}])
+    table = comparison.measured(ours, [("separated:map_at_r", "MAP@R")])
+    agreement = comparison.rank_agreement(table, published, "mlrc")
+    assert len(agreement) == 1 and agreement.runs[0] == 4
+    expected = spearmanr([0.1, 0.2, 0.3, 0.4], [20.0, 10.0, 30.0, 40.0]).statistic
+    assert agreement.spearman_rho[0] == pytest.approx(expected) == pytest.approx(0.8)
+    assert comparison.rank_agreement(table, published, "mlrc", min_runs=5).empty
+
+
+def test_conventional_columns_match_conventional_protocols_only():
+    published = published_rows([{"run": "a", "metric": "recall_at_1", "protocol": "revisiting-conventional",
+                                 "value": 60.0},
+                                {"run": "a", "metric": "recall_at_1", "protocol": "mlrc-separated-128D", "value": 1.0}])
+    columns = comparison.conventional_columns([1])
+    table = comparison.attach_published(comparison.measured({"a": fake_metrics(0.5)}, columns), published, "CUB",
+                                        "conventional")
+    assert table.set_index("column").loc["separated:recall_at_1", "paper_value"] == 60.0
+
+
+def test_orientation_lists_mlrc_map_at_r_and_the_first_r_at_1():
+    published = published_rows([{"run": "a", "value": 20.0},
+                                {"run": "a", "metric": "recall_at_1", "protocol": "conventional-x", "value": 60.0},
+                                {"run": "a", "metric": "recall_at_1", "protocol": "conventional-y", "value": 61.0},
+                                {"run": "b", "metric": "nmi", "protocol": "conventional-x", "value": 1.0}])
+    wide = comparison.orientation(["a", "b"], published)
+    assert list(wide.index) == ["a"]
+    assert wide.loc["a", "CUB MAP@R (MLRC sep.)"] == 20.0 and wide.loc["a", "CUB R@1"] == 60.0
+
+
+def test_project_reference_file_reads_and_has_known_values():
+    from tests.conftest import ROOT
+
+    table = read_published(ROOT / "reference" / "published.csv")
+    pick = table[(table.paper == "CCP") & (table.table == "supplement MLRC tables") & (table.run == "c2_ccp")
+                 & (table.dataset == "SOP") & (table.protocol == "mlrc-separated-128D") & (table.metric == "map_at_r")]
+    assert pick.value.tolist() == [48.18]
+    revisiting = table[(table.table == "supplement Table 5") & (table.run == "margin_d") & (table.metric == "recall_at_1")]
+    assert revisiting[["value", "std"]].values.tolist() == [[79.86, 0.33]]
+    assert set(table.paper) == {"CCP", "PROFS", "ANML", "Revisiting"}
+
+
+@pytest.mark.parametrize("text,message", [
+    ("paper,table\nCCP,T\n", "missing column(s) dataset"),
+    (",".join(COLUMNS) + "\nCCP,T,CUB,mlrc,m,,map_at_r,abc,,\n", "row 1 (m, T): value 'abc' is not a number"),
+])
+def test_bad_reference_file_is_named(tmp_path, text, message):
+    path = tmp_path / "published.csv"
+    path.write_text(text)
+    with pytest.raises(ReferenceError, match=message.replace("(", r"\(").replace(")", r"\)")):
+        read_published(path)
