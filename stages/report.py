@@ -121,7 +121,7 @@ def write_comparisons(params, inputs, out: Path, context: str) -> list[str]:
                 "3-6, Revisiting supplement Tables 4-9). Measured values on this data set are in the tables beside.\n\n"
                 + orient.to_markdown(floatfmt=f".{decimals}f").replace("nan", "-") + "\n\n"
                 "## Do the runs come out in the same order here as in the papers?\n\n"
-                "Spearman's rank correlation between our measured value (this data set, separated mean) and the "
+                "Spearman's rank correlation between our measured value (this data set, same column: separated mean or concatenated) and the "
                 "published one, over the runs both report (at least 3). Near 1: the same order; near 0: unrelated; "
                 "with 3-5 runs a single swap moves rho a lot.\n\n"
                 + ranks.drop(columns="run_names").to_markdown(index=False, floatfmt=".2f") + "\n")

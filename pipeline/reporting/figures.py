@@ -69,9 +69,10 @@ def sweep_figure(table, x: str, title: str, path: Path, series: str | None = Non
     for i, (key, t) in enumerate(groups):
         t = t.sort_values(x)
         color = plt.get_cmap("tab10")(i)
-        label = f"{series.replace('_', ' ')} = {key}" if series else "test"
-        ax.plot(t[x], 100 * t.test_map_at_r, "o-", color=color, label=f"{label}: test MAP@R")
-        ax.plot(t[x], 100 * t.best_val_map_at_r, "s--", color=color, alpha=0.6, label=f"{label}: validation MAP@R")
+        label = f"{series.replace('_', ' ')} = {key}: " if series else ""
+        ax.plot(t[x], 100 * t.test_map_at_r, "o-", color=color, label=f"{label}test MAP@R (unseen classes)")
+        ax.plot(t[x], 100 * t.best_val_map_at_r, "s--", color=color, alpha=0.6,
+                label=f"{label}best validation MAP@R")
     if lambda_axis:
         _lambda_axis(ax, list(table[x]))
     else:
@@ -127,10 +128,11 @@ def subproblems_figure(rows, path: Path) -> None:
         right.plot(mean.index, 100 * mean.best_val_map_at_r, "o-", label=run)
     left.set_xlabel("sub-problem (projection) index")
     left.set_ylabel("covering radius, max over classes")
-    left.set_title("Covering radius over sub-problems (CCP Prop. 4.2), mean over folds", fontsize=10)
+    left.set_title("Covering radius over sub-problems (CCP Prop. 4.2),\nmean over the folds that reach the index",
+                   fontsize=10)
     right.set_xlabel("sub-problem (projection) index")
     right.set_ylabel("best validation MAP@R in the sub-problem (%)")
-    right.set_title("Validation MAP@R over sub-problems, mean over folds", fontsize=10)
+    right.set_title("Validation MAP@R over sub-problems,\nmean over the folds that reach the index", fontsize=10)
     for ax in (left, right):
         ax.grid(alpha=0.3)
         ax.legend(fontsize=7)
@@ -139,14 +141,15 @@ def subproblems_figure(rows, path: Path) -> None:
 
 def spectrum_figure(spectra: dict, decay: dict, path: Path) -> None:
     """Normalised singular values of the test embeddings (mean over folds) per run, log scale
-    (Revisiting section 5); rho(Phi) in the legend."""
+    (Revisiting section 5 and its Fig. 8); rho(Phi) in the legend."""
     fig, ax = plt.subplots(figsize=(7.0, 4.6))
     for run, values in spectra.items():
         ax.plot(range(1, len(values) + 1), values, label=f"{run} (ρ(Φ) = {decay[run]:.3f})")
     ax.set_yscale("log")
     ax.set_xlabel("singular value index (largest first)")
     ax.set_ylabel("normalised singular value (sums to 1)")
-    ax.set_title("Singular value spectrum of the test embeddings (Revisiting Fig. 5), mean over folds", fontsize=10)
+    ax.set_title("Singular value spectrum of the test embeddings (Revisiting section 5, main paper Fig. 8),\n"
+                 "mean over folds", fontsize=10)
     ax.grid(alpha=0.3, which="both")
     ax.legend(fontsize=8)
     _save(fig, path)
