@@ -19,7 +19,9 @@ TINY_OVERRIDES = {
     "train": {"embedding_dim": 8, "head_hidden": 16, "classes_per_batch": 2, "images_per_class": 4,
               "steps_per_epoch": 3, "max_epochs": 3, "patience": 2},
     "eval": {"kmeans_niter": 5},
-    "ccp": {"losses": ["c2"], "variants": ["loss_proxy", "ccp"], "proxies_per_class": 2, "pool_size": 3},
+    # zero_lambda_first off: the tiny runs may have a single sub-problem, and ccp.lambda must still act there
+    "ccp": {"losses": ["c2"], "variants": ["loss_proxy", "ccp"], "proxies_per_class": 2, "pool_size": 3,
+            "zero_lambda_first": False},
     "profs": {"losses": ["ms"], "variants": ["plain", "profs_hncm"]},
     "poc": {"max_epochs": 3, "max_subproblems": 2, "hidden": 8},
     "ablation": {"ccp": {"proxies_per_class": [1, 2], "pool_factors": [1, 2], "lambdas": [0.0, 2e-4]},

@@ -208,7 +208,7 @@ def test_lambda_keyword_loads(tiny_dict):
 def ccp_params(tiny_dict):
     return params_from_dict(merge(tiny_dict, {
         "train": {"max_epochs": 12, "patience": 12, "steps_per_epoch": 4},
-        "ccp": {"patience": 1, "proxies_per_class": 2, "pool_size": 4, "max_subproblems": 3},
+        "ccp": {"patience": 1, "proxies_per_class": 2, "pool_size": 4, "max_subproblems": 3, "zero_lambda_first": True},
     }))
 
 
@@ -254,3 +254,11 @@ def test_reinitialised_proxies_come_from_the_pool(ccp_params, tiny_data):
     for proxy, label in zip(objective.proxies, objective.anchor_labels):
         same = all_emb[torch.as_tensor(data.train_labels) == label]
         assert torch.cdist(proxy[None], same).min() < 1e-5
+
+
+@pytest.mark.parametrize("variant,first_lambda", [("ccp", 0.3), ("sample_ccp", 0.3), ("loss_proxy", 0.0),
+                                                  ("batch", 0.0)])
+def test_only_alternating_variants_regularise_the_first_subproblem(variant, first_lambda):
+    cfg = CCPConfig(zero_lambda_first=False, lambda_=0.3)
+    assert CCPObjective(cfg, "c2", variant, num_classes=2, embedding_dim=2).lam == first_lambda
+    assert CCPObjective(CCPConfig(lambda_=0.3), "c2", variant, num_classes=2, embedding_dim=2).lam == 0.0

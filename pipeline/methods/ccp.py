@@ -59,7 +59,10 @@ class CCPObjective(Objective):
         self.anchor_inputs: torch.Tensor | None = None  # sample_ccp: inputs of the anchor samples
         self.rho_star: torch.Tensor | None = None  # the previous sub-problem's anchors (K-center seeds)
         self.initial_radius = torch.zeros(1)  # covering radius right after K-center, per class
-        self.lam = 0.0 if cfg.zero_lambda_first else cfg.lambda_
+        # the first sub-problem has no previous solution to stay near: lambda = 0 there unless asked
+        # (zero_lambda_first false: pulled towards the initial weights); batch and Loss-Proxy never alternate
+        alternating = variant in ("ccp", "sample_ccp")
+        self.lam = cfg.lambda_ if alternating and not cfg.zero_lambda_first else 0.0
         self.theta_prev: list[torch.Tensor] = []
         self.subproblem = 0
         self.sub_best = -float("inf")
