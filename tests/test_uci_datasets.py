@@ -10,6 +10,7 @@ import zipfile
 
 import pytest
 
+from pipeline.download import DownloadError
 from pipeline.linear import datasets
 from pipeline.linear.datasets import DatasetError, fetch, load_dataset
 
@@ -112,10 +113,10 @@ def test_download_and_checksums(tmp_path, server):
     path = fetch(f"{url}/glass.data", good, cache)
     assert path.read_text() == FILES["glass"]["glass.data"] and not list(cache.glob("*.part"))
     path.unlink()
-    with pytest.raises(DatasetError, match="does not match the recorded"):
+    with pytest.raises(DownloadError, match="does not match the recorded"):
         fetch(f"{url}/glass.data", "0" * 64, cache)
     assert not list(cache.iterdir())  # the bad download is gone, nothing half-written
-    with pytest.raises(DatasetError, match="download failed"):
+    with pytest.raises(DownloadError, match="download failed"):
         fetch(f"{url}/missing.data", None, cache)
     assert not list(cache.iterdir())
 

@@ -2,8 +2,8 @@
 
 ``load_dataset(name, cache)`` returns (features, labels). Iris and Wine ship with scikit-learn. The
 others are downloaded from their official UCI / LibSVM locations into ``cache`` (written under a
-temporary name, checked, then renamed; a checksum mismatch deletes the download and stops with the
-file named). Checksums: the project records none yet, because the development machines have no
+temporary name, checked, then renamed by pipeline/download.py; a checksum mismatch deletes the download
+and stops with the file named). Checksums: the project records none yet, because the development machines have no
 network; the first download prints each file's SHA-256 for the ``SOURCES`` table, and a file whose
 sum is recorded is verified on every use. Each parser reads the file format of its source and is
 tested on files the tests write.
@@ -12,11 +12,9 @@ tested on files the tests write.
 from __future__ import annotations
 
 import bz2
-import hashlib
 import io
 import logging
 import subprocess
-import urllib.request
 import zipfile
 from dataclasses import dataclass
 from pathlib import Path
@@ -24,6 +22,7 @@ from typing import Callable
 
 import numpy as np
 
+from pipeline.download import download
 from pipeline.errors import PipelineError
 
 log = logging.getLogger(__name__)
@@ -152,41 +151,9 @@ OFFLINE = ("iris", "wine")
 DATASETS = OFFLINE + tuple(SOURCES)
 
 
-def sha256(path: Path) -> str:
-    digest = hashlib.sha256()
-    with open(path, "rb") as f:
-        for block in iter(lambda: f.read(1 << 20), b""):
-            digest.update(block)
-    return digest.hexdigest()
-
-
 def fetch(url: str, expected: str | None, cache: Path) -> Path:
-    """The file at `url` in `cache`, downloaded if missing; verified against `expected` (SHA-256)."""
-    from tqdm import tqdm
-
-    cache.mkdir(parents=True, exist_ok=True)
-    path = cache / url.rsplit("/", 1)[-1]
-    if not path.exists():
-        tmp = path.with_name(path.name + ".part")
-        log.info("downloading %s", url)
-        try:
-            with urllib.request.urlopen(url, timeout=60) as response, open(tmp, "wb") as out, \
-                    tqdm(total=int(response.headers.get("Content-Length") or 0), unit="B", unit_scale=True,
-                         desc=path.name) as bar:
-                for block in iter(lambda: response.read(1 << 16), b""):
-                    out.write(block)
-                    bar.update(len(block))
-        except OSError as err:
-            tmp.unlink(missing_ok=True)
-            raise DatasetError(f"{url}: download failed ({err})") from err
-        tmp.rename(path)
-    got = sha256(path)
-    if expected is None:
-        log.warning("%s: no recorded checksum; SHA-256 %s (record it in pipeline/linear/datasets.py)", path, got)
-    elif got != expected:
-        path.unlink()
-        raise DatasetError(f"{path}: SHA-256 {got} does not match the recorded {expected}; the file was removed")
-    return path
+    """The file at `url` in `cache`, downloaded if missing (resumed after a cut), verified against `expected`."""
+    return download(url, Path(cache) / url.rsplit("/", 1)[-1], expected)
 
 
 def _read(path: Path) -> bytes:

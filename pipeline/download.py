@@ -1,0 +1,133 @@
+"""Downloads that survive a cut and never leave a bad file behind, and archive extraction that stays
+inside its target folder.
+
+``download(url, path, sha256)``: fetches into ``<path>.part`` with a progress bar; a ``.part`` left by
+an earlier cut is resumed with an HTTP Range request (a server that ignores the range sends the whole
+file, and the download restarts). The finished file is checked against `sha256` and only then
+renamed to `path`; a mismatch deletes it and stops with one line naming the file. A file already at
+`path` is checked the same way. Without a recorded sum the file's SHA-256 is logged so that it can be
+recorded.
+
+``safe_extract(archive, target)``: tar or zip; refuses, before extracting anything, any member with an
+absolute path, a ``..`` component, or that is a link or a device; extracts into a temporary folder
+beside `target` and renames it into place.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import http.client
+import logging
+import shutil
+import stat
+import tarfile
+import urllib.error
+import urllib.request
+import zipfile
+from pathlib import Path, PurePosixPath
+
+from pipeline.errors import PipelineError
+from pipeline.io import atomic_path
+
+log = logging.getLogger(__name__)
+BLOCK = 1 << 16
+
+
+class DownloadError(PipelineError, OSError):
+    """A download or archive cannot be used; the message names the URL or file."""
+
+
+def sha256(path: Path) -> str:
+    digest = hashlib.sha256()
+    with open(path, "rb") as f:
+        for block in iter(lambda: f.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+def verify(path: Path, expected: str | None) -> Path:
+    """`path` if its SHA-256 is `expected` (or none is recorded: then logged); else delete it and stop."""
+    got = sha256(path)
+    if expected is None:
+        log.warning("%s: no recorded checksum; SHA-256 %s", path, got)
+    elif got != expected:
+        path.unlink()
+        raise DownloadError(f"{path}: SHA-256 {got} does not match the recorded {expected}; the file was removed")
+    return path
+
+
+def download(url: str, path: Path, expected: str | None = None, timeout: float = 60.0) -> Path:
+    """The file at `url` saved as `path` (resumed if a ``.part`` exists), verified against `expected`."""
+    from tqdm import tqdm
+
+    path = Path(path)
+    if path.exists():
+        return verify(path, expected)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    part = path.with_name(path.name + ".part")
+    have = part.stat().st_size if part.exists() else 0
+    request = urllib.request.Request(url, headers={"Range": f"bytes={have}-"} if have else {})
+    log.info("downloading %s%s", url, f" (resuming at byte {have})" if have else "")
+    try:
+        with urllib.request.urlopen(request, timeout=timeout) as response:
+            resumed = have and response.status == 206
+            start = have if resumed else 0
+            size = int(response.headers.get("Content-Length") or 0) + start
+            with open(part, "ab" if resumed else "wb") as out, tqdm(total=size or None, initial=start, unit="B",
+                                                                   unit_scale=True, desc=path.name) as bar:
+                for block in iter(lambda: response.read(BLOCK), b""):
+                    out.write(block)
+                    bar.update(len(block))
+            got = part.stat().st_size
+            if size and got < size:
+                raise http.client.IncompleteRead(b"", size - got)
+    except urllib.error.HTTPError as err:
+        if err.code == 416 and have:  # the range starts at the end: the .part is complete
+            pass
+        else:
+            part.unlink(missing_ok=True)
+            raise DownloadError(f"{url}: download failed ({err})") from err
+    except (OSError, http.client.HTTPException) as err:  # a cut keeps the .part for the next call to resume
+        raise DownloadError(f"{url}: download failed ({err}); run again to resume from {part}") from err
+    verify(part, expected)
+    part.rename(path)
+    return path
+
+
+def _check_member(name: str, kind_ok: bool, archive: Path) -> None:
+    parts = PurePosixPath(name).parts
+    if name.startswith(("/", "\\")) or (parts and ":" in parts[0]) or ".." in parts:
+        raise DownloadError(f"{archive}: member {name!r} would land outside the target folder; nothing extracted")
+    if not kind_ok:
+        raise DownloadError(f"{archive}: member {name!r} is a link or special file; nothing extracted")
+
+
+def safe_extract(archive: Path, target: Path) -> Path:
+    """Extract a tar (any compression) or zip archive into the folder `target`, checking every member first."""
+    archive, target = Path(archive), Path(target)
+    if zipfile.is_zipfile(archive):
+        with zipfile.ZipFile(archive) as z:
+            for info in z.infolist():
+                mode = info.external_attr >> 16
+                _check_member(info.filename, not stat.S_ISLNK(mode), archive)
+            with atomic_path(target) as tmp:
+                z.extractall(tmp)
+        return target
+    try:
+        with tarfile.open(archive) as t:
+            members = t.getmembers()
+            for m in members:
+                _check_member(m.name, m.isfile() or m.isdir(), archive)
+            with atomic_path(target) as tmp:
+                tmp.mkdir()
+                for m in members:
+                    dest = tmp / m.name
+                    if m.isdir():
+                        dest.mkdir(parents=True, exist_ok=True)
+                    else:
+                        dest.parent.mkdir(parents=True, exist_ok=True)
+                        with t.extractfile(m) as src, open(dest, "wb") as out:
+                            shutil.copyfileobj(src, out)
+    except tarfile.TarError as err:
+        raise DownloadError(f"{archive}: not a readable tar or zip archive ({err})") from err
+    return target
