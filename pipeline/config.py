@@ -409,11 +409,15 @@ class C2Config:
     beta: float = param(0.19205, gt=0.0)
 
 
+CCP_LOSSES = ["c1", "c2", "ms", "triplet"]
+PROFS_LOSSES = ["contrastive", "triplet", "margin", "ms", "lifted", "angular", "npair", "softtriple"]
+
+
 @dataclass
 class CCPConfig(MethodConfig):
     """CCP (Algorithms 1 and 2) and its ablation variants; see pipeline/methods/ccp.py."""
 
-    losses: list[str] = param(["c1", "c2", "ms", "triplet"], choices=["c1", "c2", "ms", "triplet"])
+    losses: list[str] = param(CCP_LOSSES, choices=CCP_LOSSES)
     variants: list[str] = param(["batch", "loss_proxy", "ccp"],
                                 choices=["batch", "loss_proxy", "ccp", "sample_ccp"])
     lambda_: float = param(2e-4, ge=0.0)
@@ -436,9 +440,7 @@ class CCPConfig(MethodConfig):
 class PROFSConfig(MethodConfig):
     """PROFS (Algorithm 1) with and without hard negative class mining; see pipeline/methods/profs.py."""
 
-    losses: list[str] = param(["contrastive", "triplet", "ms"],
-                              choices=["contrastive", "triplet", "margin", "ms", "lifted", "angular", "npair",
-                                       "softtriple"])
+    losses: list[str] = param(["contrastive", "triplet", "ms"], choices=PROFS_LOSSES)
     variants: list[str] = param(["plain", "profs", "profs_hncm"], choices=["plain", "profs", "profs_hncm"])
     lambda_: float = param(1e-3, ge=0.0)
     # M, the steps per projection: "derived" = ceil(rho / p(y)), p(y) = B / (I L) (section 5.4.1); or "fixed" = m
@@ -466,7 +468,7 @@ class PROFSConfig(MethodConfig):
 class PocConfig:
     """CCP's 2-D proof of concept (Fig. 2): ten digit classes, 4 proxies per class, b = 16."""
 
-    loss: str = param("c2", choices=["c1", "c2", "ms", "triplet"])
+    loss: str = param("c2", choices=CCP_LOSSES)
     proxies_per_class: int = param(4, ge=1)
     pool_size: int = param(16, ge=1)
     max_subproblems: int = param(6, ge=1)
@@ -497,7 +499,7 @@ class LanmlConfig:
     # LANML- projected gradient: stop at this relative decrease once the hinge smoothing reached smoothing_min
     solver_tol: float = param(1e-9, gt=0.0)
     smoothing_min: float = param(1e-6, gt=0.0)
-    workers: int = param(1, ge=1)  # (method, split) jobs in this many processes, one BLAS thread each
+    workers: int = param(1, ge=1)  # cross-validation and refit jobs in this many processes, one BLAS thread each
     # method -> {hyperparameter: values}; every combination is cross-validated
     grids: dict[str, Any] = field(default_factory=dict)
 
@@ -506,7 +508,7 @@ class LanmlConfig:
 class CCPAblationConfig:
     """CCP Fig. 5 (#proxy x pool size b) and a lambda sweep, on ``<loss>_ccp``."""
 
-    loss: str = param("c2", choices=["c1", "c2", "ms", "triplet"])  # Fig. 5 uses C2-CCP
+    loss: str = param("c2", choices=CCP_LOSSES)  # Fig. 5 uses C2-CCP
     proxies_per_class: list[int] = param([1, 2, 4], ge=1)
     pool_factors: list[int] = param([1, 2, 4], ge=1)  # b = factor x #proxy; factor 1 = random selection
     lambdas: list[float] = param([0.0, 2e-5, 2e-4, 2e-3, 2e-2], ge=0.0)
@@ -516,8 +518,7 @@ class CCPAblationConfig:
 class PROFSAblationConfig:
     """PROFS Fig. 3 (lambda sweep) and Fig. 2 (fixed M sweep), on ``<loss>_profs``."""
 
-    loss: str = param("margin", choices=["contrastive", "triplet", "margin", "ms", "lifted", "angular",
-                                         "npair", "softtriple"])  # Fig. 3 uses Margin
+    loss: str = param("margin", choices=PROFS_LOSSES)  # Fig. 3 uses Margin
     lambdas: list[float] = param([0.0, 1e-4, 1e-3, 1e-2, 1e-1], ge=0.0)
     m: list[int] = param([5, 15, 30, 60, 120], ge=1)
 

@@ -88,7 +88,6 @@ def train_fold(params: Params, method: str, fold: int, manifest: Manifest, featu
     return RunResult(model, result, objective.diagnostics, embed(model, data.test, device), data.test_labels)
 
 
-
 def train_and_save(job: FoldJob) -> FoldOutcome:
     """Run one FoldJob: train, save its files, evaluate on the test classes if asked."""
     params = job.params

@@ -14,11 +14,17 @@ imports no torch, so stages that only dispatch or report stay quick to start.
 from __future__ import annotations
 
 CCP_VARIANTS = ("batch", "loss_proxy", "ccp", "sample_ccp")
+ALTERNATING_CCP_VARIANTS = ("ccp", "sample_ccp")  # re-initialise their anchors: several sub-problems
 PROFS_VARIANTS = ("plain", "profs", "profs_hncm")
 
 
 def ccp_runs(params) -> list[str]:
     return [f"{loss}_{variant}" for loss in params.ccp.losses for variant in params.ccp.variants]
+
+
+def alternating_ccp_runs(params) -> list[str]:
+    """The CCP-family runs that alternate sub-problems (Algorithm 1), in run order."""
+    return [r for r in ccp_runs(params) if parse_ccp_run(r)[1] in ALTERNATING_CCP_VARIANTS]
 
 
 def profs_runs(params) -> list[str]:

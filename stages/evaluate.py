@@ -8,7 +8,7 @@ runs are evaluated in ``eval.workers`` processes, and every output folder appear
 
 from pathlib import Path
 
-from pipeline.evaluation.runs import HEADLINE, evaluate_run
+from pipeline.evaluation.runs import HEADLINE, embeddings_file, evaluate_run
 from pipeline.io import atomic_path, write_json
 from pipeline.parallel import run_jobs
 from pipeline.runs import all_runs
@@ -18,11 +18,11 @@ from stages._common import run
 def main(params, args):
     runs = all_runs(params)
     jobs = [(str(Path(args.models) / r), r, list(params.experiment.folds), params.eval, params.seed) for r in runs]
-    for path, _, folds, _, _ in jobs:  # fail before any work if a model is missing
+    for path, name, folds, _, _ in jobs:  # fail before any work if a model is missing
         for fold in folds:
-            if not (Path(path) / f"fold-{fold}" / "test_embeddings.npz").is_file():
-                raise FileNotFoundError(f"{path}/fold-{fold}/test_embeddings.npz: test embeddings not found "
-                                        f"(run the train stage of {Path(path).name})")
+            if not embeddings_file(path, fold).is_file():
+                raise FileNotFoundError(f"{embeddings_file(path, fold)}: test embeddings not found "
+                                        f"(run the train stage of {name})")
     results = run_jobs(evaluate_run, jobs, params.eval.workers, threads=1, desc="evaluate")
     with atomic_path(args.out) as metrics, atomic_path(args.spectra) as spectra:
         metrics.mkdir()

@@ -19,7 +19,7 @@ from pipeline.reporting.lanml_table import anml_table2, lanml_markdown
 from pipeline.reporting.reference import paper_dataset, read_published
 from pipeline.reporting.subproblems import detail_markdown, read_subproblems, summary_markdown
 from pipeline.reporting.tables import markdown_table, results_frame
-from pipeline.runs import all_runs, ccp_runs, parse_ccp_run
+from pipeline.runs import CCP_VARIANTS, all_runs, alternating_ccp_runs, ccp_runs, parse_ccp_run
 from stages._common import run
 
 FIGURES = ("ccp_proxies_pool", "ccp_lambda", "profs_lambda", "profs_m", "ccp_loss_proxy_vs_ccp",
@@ -40,13 +40,18 @@ def load(params, args) -> dict:
         raise ParamsError(f"{Path(args.params).name}: report.spectrum_runs: {', '.join(missing)} not among the "
                           f"trained runs ({', '.join(runs)})")
     proxy_runs = [r for r in ccp_runs(params) if parse_ccp_run(r)[1] != "batch"]
+    metrics = {r: read_json(_need(Path(args.metrics) / f"{r}.json", "metrics", "run the evaluate stage")) for r in runs}
+    subproblems = read_subproblems(Path(args.subproblems), proxy_runs, params.experiment.folds)
+    alternating = alternating_ccp_runs(params)
     return {
-        "metrics": {r: read_json(_need(Path(args.metrics) / f"{r}.json", "metrics", "run the evaluate stage"))
-                    for r in runs},
+        "metrics": metrics,
+        "map_at_r": comparison.measured(metrics, [("separated:map_at_r", "MAP@R")]).set_index("run"),
+        "spectral_decay": {r: metrics[r]["separated"]["mean"]["spectral_decay"] for r in params.report.spectrum_runs},
         "spectra": {r: pd.read_csv(_need(Path(args.spectra) / f"{r}.csv", "spectrum", "run the evaluate stage"))
                     for r in params.report.spectrum_runs},
-        "subproblems": read_subproblems(Path(args.subproblems), proxy_runs, params.experiment.folds),
-        "proxy_runs": proxy_runs,
+        "subproblems": subproblems,  # Loss-Proxy and the alternating runs
+        "alternating_runs": alternating,
+        "alternating_rows": subproblems[subproblems.run.isin(alternating)] if len(subproblems) else subproblems,
         "ablations": {s: pd.read_csv(_need(Path(args.ablations) / f"{s}.csv", "ablation table", f"run ablation@{s}"))
                       for s in ablation.STUDIES},
         "lanml": [read_json(_need(Path(args.lanml) / f"{d}.json", "LANML results", f"run lanml@{d}"))
@@ -98,7 +103,8 @@ def write_comparisons(params, inputs, out: Path, context: str) -> list[str]:
                                   comparison.conventional_columns(params.eval.recall_at))}
     agreement = []
     for protocol, (title, columns) in protocols.items():
-        table = comparison.attach_published(comparison.measured(inputs["metrics"], columns), published, dataset, protocol)
+        measured = comparison.measured(inputs["metrics"], columns)
+        table = comparison.attach_published(measured, published, dataset, protocol)
         note = (f"- published values: the papers' numbers on {dataset} for the same run (source column); "
                 "Δ = measured - published\n" if dataset else
                 "- no paper reports this data set, so no row has a published counterpart; see "
@@ -109,7 +115,7 @@ def write_comparisons(params, inputs, out: Path, context: str) -> list[str]:
         write_text(stem.with_suffix(".csv"), table.to_csv(index=False, float_format="%.4f"))
         write_text(stem.with_suffix(".tex"), comparison.render(table, columns, decimals, latex=True))
         written.append(stem.with_suffix(".md").name)
-        agreement.append(comparison.rank_agreement(comparison.measured(inputs["metrics"], columns), published, protocol))
+        agreement.append(comparison.rank_agreement(measured, published, protocol))
     if dataset is None:
         ranks = pd.concat(agreement, ignore_index=True)
         runs = list(inputs["metrics"])
@@ -146,18 +152,13 @@ def write_figures(params, inputs, out: Path) -> None:
                          mark=params.profs.lambda_)
     figures.sweep_figure(profs[profs.sweep == "m"], "m", f"{a.profs.loss}-PROFS: fixed steps per projection M "
                          f"(PROFS Fig. 2), fold {a.fold}", fig / "profs_m.png", xlabel="M (training steps per projection)")
-    frame = comparison.measured(inputs["metrics"], [("separated:map_at_r", "MAP@R")]).set_index("run")
-    variants = [v for v in ("batch", "loss_proxy", "ccp", "sample_ccp") if v in params.ccp.variants]
-    figures.variants_figure(frame, list(params.ccp.losses), variants, fig / "ccp_loss_proxy_vs_ccp.png",
+    variants = [v for v in CCP_VARIANTS if v in params.ccp.variants]
+    figures.variants_figure(inputs["map_at_r"], list(params.ccp.losses), variants, fig / "ccp_loss_proxy_vs_ccp.png",
                             "Loss on batches vs Loss-Proxy (one proxy-DML) vs CCP (CCP Fig. 4a)")
-    rows = inputs["subproblems"]
-    ccp_rows = rows[rows.run.map(lambda r: parse_ccp_run(r)[1] != "loss_proxy")] if len(rows) else rows
-    if len(ccp_rows):
-        figures.steps_figure(ccp_rows, fig / "ccp_steps_per_projection.png")
-        figures.subproblems_figure(ccp_rows, fig / "ccp_subproblems.png")
+    figures.steps_figure(inputs["alternating_rows"], fig / "ccp_steps_per_projection.png")
+    figures.subproblems_figure(inputs["alternating_rows"], fig / "ccp_subproblems.png")
     spectra = {r: t.groupby("index").singular_value.mean().to_numpy() for r, t in inputs["spectra"].items()}
-    decay = {r: inputs["metrics"][r]["separated"]["mean"]["spectral_decay"] for r in spectra}
-    figures.spectrum_figure(spectra, decay, fig / "spectrum.png")
+    figures.spectrum_figure(spectra, inputs["spectral_decay"], fig / "spectrum.png")
 
 
 def write_subproblems(params, inputs, out: Path, context: str) -> None:
@@ -168,10 +169,9 @@ def write_subproblems(params, inputs, out: Path, context: str) -> None:
             "- covering radius (CCP Prop. 4.2, Cor. 4.3): per class, the largest distance from a training sample "
             "to its nearest same-class proxy, at the end of the sub-problem; max and mean over classes\n\n"
             "## Summary over folds\n\n" + summary_markdown(rows, decimals))
-    details = [r for r in inputs["proxy_runs"] if parse_ccp_run(r)[1] != "loss_proxy"]
-    if details and not rows.empty:
+    if inputs["alternating_runs"] and not rows.empty:
         text += "\n## Every sub-problem of the first fold\n\n" + "\n".join(
-            detail_markdown(rows, r, params.experiment.folds[0], decimals) for r in details)
+            detail_markdown(rows, r, params.experiment.folds[0], decimals) for r in inputs["alternating_runs"])
     write_text(out / "ccp_subproblems.md", text)
 
 
@@ -192,14 +192,13 @@ def write_index(params, inputs, out: Path, context: str, tables: list[str]) -> N
     a = params.ablation
     paragraphs = (index.ccp_paragraphs(inputs["ablations"]["ccp"], a.ccp.loss, a.fold)
                   + index.profs_paragraphs(inputs["ablations"]["profs"], a.profs.loss, a.fold))
-    frame = comparison.measured(inputs["metrics"], [("separated:map_at_r", "MAP@R")]).set_index("run").value
+    frame = inputs["map_at_r"].value
     fig4a = ", ".join(f"{loss.upper()} " + " / ".join(f"{frame[f'{loss}_{v}']:.1f}" for v in ("batch", "loss_proxy", "ccp")
                                                       if f"{loss}_{v}" in frame) for loss in params.ccp.losses)
     paragraphs.append(f"**Loss-Proxy vs CCP (CCP Fig. 4a)** — `figures/ccp_loss_proxy_vs_ccp.png`: separated MAP@R "
                       f"of batch / Loss-Proxy / CCP per loss: {fig4a}.")
-    rows = inputs["subproblems"]
-    if len(rows):
-        ccp_rows = rows[rows.run.map(lambda r: parse_ccp_run(r)[1] != "loss_proxy")]
+    ccp_rows = inputs["alternating_rows"]
+    if len(ccp_rows):
         first, last = (ccp_rows.groupby(["run", "fold"]).covering_radius_max.agg(f).mean() for f in ("first", "last"))
         paragraphs.append(
             f"**Steps per projection (CCP Fig. 4b)** — `figures/ccp_steps_per_projection.png`: {len(ccp_rows)} "
@@ -213,9 +212,8 @@ def write_index(params, inputs, out: Path, context: str, tables: list[str]) -> N
         f"CCP {100 * poc['sample_ccp']['test_map_at_r']:.1f}%; covering radius of the converged proxies (max) "
         f"{poc['loss_proxy']['covering_radius_max']:.3f} / {poc['ccp']['covering_radius_max']:.3f} / "
         f"{poc['sample_ccp']['covering_radius_max']:.3f}.")
-    decay = {r: inputs["metrics"][r]["separated"]["mean"]["spectral_decay"] for r in params.report.spectrum_runs}
     paragraphs.append("**Singular value spectrum (Revisiting section 5)** — `figures/spectrum.png`: ρ(Φ) "
-                      + ", ".join(f"{r} {v:.3f}" for r, v in decay.items())
+                      + ", ".join(f"{r} {v:.3f}" for r, v in inputs["spectral_decay"].items())
                       + "; the Revisiting paper links lower ρ (a flatter spectrum) to better generalisation.")
     links = "\n".join(f"- [{t}](tables/{t}) (also .csv and .tex beside it)" if not t.startswith("published") else
                       f"- [{t}](tables/{t})" for t in tables)

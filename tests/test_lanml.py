@@ -188,10 +188,12 @@ def test_knn_accuracies_hand_built():
 
 
 def test_one_split_of_the_protocol_on_iris():
-    from pipeline.linear.protocol import evaluate_split
+    from pipeline.config import LanmlConfig
+    from pipeline.linear.protocol import compare_methods
 
     x, y = load_iris(return_X_y=True)
-    out = evaluate_split(x, y, "lanml_minus", {"lam": [0.5], "gamma1": [-1.0], "gamma2": [1.0, 2.0]},
-                         split_seed=0, test_fraction=0.3, max_k=10, folds=3, pca_dims=150)
+    cfg = LanmlConfig(methods=["lanml_minus"], repeats=1, test_fraction=0.3, max_k=10, cv_folds=3, pca_dims=150,
+                      grids={"lanml_minus": {"lam": [0.5], "gamma1": [-1.0], "gamma2": [1.0, 2.0]}})
+    out = compare_methods(x, y, cfg, seed=0)["lanml_minus"]["splits"][0]
     assert out["setting"]["gamma2"] in (1.0, 2.0) and 1 <= out["k"] <= 10
     assert out["accuracy"] > 0.85 and out["accuracy_best_k_on_test"] >= out["accuracy"]

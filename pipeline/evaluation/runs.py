@@ -14,13 +14,18 @@ from pipeline.evaluation.spectrum import singular_value_spectrum
 HEADLINE = ("map_at_r", "precision_at_1", "r_precision")  # separated means, listed by dvc metrics / exp show
 
 
+def embeddings_file(run_folder: str | Path, fold: int) -> Path:
+    """Where the train stage saves a fold model's test embeddings."""
+    return Path(run_folder) / f"fold-{fold}" / "test_embeddings.npz"
+
+
 def evaluate_run(job: tuple) -> tuple[dict, pd.DataFrame]:
     """(metrics, spectra) of run folder `path` = job[0]: MLRC Separated and Concatenated metrics with the
     test set's size, and the normalised singular values of each fold's test embeddings."""
     path, name, folds, cfg, seed = job
     embeddings, labels = [], None
     for fold in folds:
-        file = Path(path) / f"fold-{fold}" / "test_embeddings.npz"
+        file = embeddings_file(path, fold)
         with np.load(file) as z:
             if labels is not None and not np.array_equal(labels, z["labels"]):
                 raise DataError(f"{file}: test labels differ from fold {folds[0]}'s")

@@ -85,16 +85,6 @@ def test_fit(x_train, x_test, y_train, y_test, method: str, setting: dict, k: in
             "accuracy_best_k_on_test": float(acc.max()), "fit_seconds": fit_seconds}
 
 
-def evaluate_split(x, y, method: str, grid: dict[str, list], split_seed: int, test_fraction: float,
-                   max_k: int, folds: int, pca_dims: int) -> dict:
-    """One split in one process: CV-selected setting and K, test accuracy, best-K-on-test accuracy, fit time."""
-    x_train, x_test, y_train, y_test = split_parts(x, y, split_seed, test_fraction, pca_dims)
-    settings = grid_settings(grid)
-    setting, k, cv_acc = choose(settings, [cv_accuracies(x_train, y_train, method, s, max_k, folds, split_seed)
-                                           for s in settings])
-    return {**test_fit(x_train, x_test, y_train, y_test, method, setting, k, max_k, split_seed), "cv_accuracy": cv_acc}
-
-
 def _cv_job(job: tuple) -> np.ndarray:
     x, y, method, setting, split_seed, cfg = job
     x_train, _, y_train, _ = split_parts(x, y, split_seed, cfg.test_fraction, cfg.pca_dims)

@@ -39,7 +39,7 @@ from pipeline.losses.pair_losses import build_pair_loss
 from pipeline.methods.kcenter import covering_radius, k_center_per_class
 from pipeline.methods.objective import Objective, projection_penalty, trainable
 from pipeline.models.embedder import normalize_embeddings
-from pipeline.runs import CCP_VARIANTS
+from pipeline.runs import ALTERNATING_CCP_VARIANTS, CCP_VARIANTS
 
 log = logging.getLogger(__name__)
 
@@ -61,7 +61,7 @@ class CCPObjective(Objective):
         self.initial_radius = torch.zeros(1)  # covering radius right after K-center, per class
         # the first sub-problem has no previous solution to stay near: lambda = 0 there unless asked
         # (zero_lambda_first false: pulled towards the initial weights); batch and Loss-Proxy never alternate
-        alternating = variant in ("ccp", "sample_ccp")
+        alternating = variant in ALTERNATING_CCP_VARIANTS
         self.lam = cfg.lambda_ if alternating and not cfg.zero_lambda_first else 0.0
         self.theta_prev: list[torch.Tensor] = []
         self.subproblem = 0

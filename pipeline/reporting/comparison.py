@@ -37,7 +37,7 @@ def measured(metrics: dict[str, dict], columns: list[tuple[str, str]]) -> pd.Dat
             else:
                 value, std = m["concatenated"][metric], float("nan")
             rows.append({"run": run, "column": column, "value": 100 * value, "std": 100 * std})
-    return pd.DataFrame(rows)
+    return pd.DataFrame(rows, columns=["run", "column", "value", "std"])
 
 
 def _published_protocol(column: str, protocol: str) -> str:

@@ -40,14 +40,12 @@ def poc_figure(runs: dict[str, dict], path: Path) -> None:
     labels.append("next proxy (K-center)")
     fig.legend(handles, labels, loc="lower center", ncol=min(12, 6 * len(runs)), markerscale=2, fontsize=9)
     fig.suptitle("CCP proof of concept (CCP Fig. 2): 2-D embeddings of the ten digit classes, training samples")
-    fig.tight_layout(rect=(0, 0.1, 1, 0.93))
-    with atomic_path(path) as tmp:
-        fig.savefig(tmp, dpi=110, format="png")
-    plt.close(fig)
+    _save(fig, path, rect=(0, 0.1, 1, 0.93))
 
 
-def _save(fig, path: Path) -> None:
-    fig.tight_layout()
+def _save(fig, path: Path, rect=(0, 0, 1, 1)) -> None:
+    """Lay out (within `rect` of the figure), write the PNG under a temporary name, rename, close."""
+    fig.tight_layout(rect=rect)
     with atomic_path(path) as tmp:
         fig.savefig(tmp, dpi=110, format="png")
     plt.close(fig)
@@ -105,8 +103,20 @@ def variants_figure(frame, losses: list[str], variants: list[str], path: Path, t
     _save(fig, path)
 
 
+def _nothing_to_show(path: Path, text: str) -> None:
+    fig, ax = plt.subplots(figsize=(7.0, 2.0))
+    ax.axis("off")
+    ax.text(0.5, 0.5, text, ha="center", va="center", fontsize=11)
+    _save(fig, path)
+
+
+NO_ALTERNATING_RUN = "no CCP run with re-initialised proxies (variant ccp or sample_ccp) in ccp.variants"
+
+
 def steps_figure(rows, path: Path) -> None:
     """Distribution of the steps of each projection (sub-problem) of the CCP runs (CCP Fig. 4b)."""
+    if rows.empty:
+        return _nothing_to_show(path, NO_ALTERNATING_RUN)
     fig, ax = plt.subplots(figsize=(7.0, 4.6))
     runs = list(dict.fromkeys(rows.run))
     ax.hist([rows[rows.run == r].steps for r in runs], bins=20, stacked=True, label=runs)
@@ -120,6 +130,8 @@ def steps_figure(rows, path: Path) -> None:
 
 def subproblems_figure(rows, path: Path) -> None:
     """Covering radius (max over classes) and best validation MAP@R per sub-problem, mean over folds."""
+    if rows.empty:
+        return _nothing_to_show(path, NO_ALTERNATING_RUN)
     fig, (left, right) = plt.subplots(1, 2, figsize=(11.0, 4.4))
     for run, t in rows.groupby("run", sort=False):
         mean = t.groupby("subproblem")[["covering_radius_max", "initial_radius_max", "best_val_map_at_r"]].mean()
