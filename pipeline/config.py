@@ -49,9 +49,20 @@ class ExperimentConfig:
     folds: list[int] = param([0, 1, 2, 3])
 
 
+BENCHMARK_NAMES = ["cub", "cars196", "sop", "inshop"]  # pipeline/data/benchmarks.py
+SETTINGS = ["mlrc", "conventional"]  # the presets a real data set selects (params.yaml presets)
+
+
 @dataclass
 class DataConfig:
-    name: str = param("digit_pairs", choices=["digit_pairs"])
+    # digit_pairs: the embedded default; the real benchmarks select presets.<setting> then presets.<name>
+    name: str = param("digit_pairs", choices=["digit_pairs", *BENCHMARK_NAMES])
+    setting: str = param("mlrc", choices=SETTINGS)
+    # real data sets: a folder with the data set's files (archives or extracted), or its single archive;
+    # "" = download into download_dir (from mirror/<file name> when a mirror is given)
+    source: str = param("")
+    download_dir: str = param("data/downloads")
+    mirror: str = param("")
     # digit pairs: images drawn per class (each image = two real digit images side by side)
     images_per_class: int = param(40, ge=2)
     # fraction of each digit's instances reserved for training-class images (rest: test classes)
@@ -62,16 +73,30 @@ class DataConfig:
 
 @dataclass
 class BackboneConfig:
-    # "pixels": raw intensities (no weights, the embedded default); "tiny_cnn": small CNN
-    # for finetune mode; any torchvision classification model name (e.g. "resnet50").
+    # "pixels": raw intensities (no weights, the embedded default); "tiny_cnn": small CNN for finetune
+    # mode; "bn_inception"; a torchvision ResNet ("resnet50", ...) or a model with a `features` trunk.
     name: str = param("pixels")
-    # local weights file for torchvision/tiny_cnn backbones ("" = random initialisation)
+    # "" = random initialisation; "imagenet" = the published ImageNet weights (downloaded into
+    # data.download_dir, checksum and keys verified); or a local weights file
     weights: str = param("")
-    # images are resized to input_size x input_size for CNN backbones (pixels keeps native size)
+    # CNN backbones: final image side (crop); resize: shorter side before the centre crop (0: resize to input_size)
     input_size: int = param(32, ge=8)
+    resize: int = param(0, ge=0)
     channels: int = param(3, choices=[1, 3])
+    # rgb: [0, 1] RGB then (x - mean) / std; bgr255: BGR in [0, 255] minus mean, std 1 (BN-Inception's Caffe weights)
+    input_space: str = param("rgb", choices=["rgb", "bgr255"])
     mean: list[float] = param([0.485, 0.456, 0.406])
     std: list[float] = param([0.229, 0.224, 0.225])
+    # finetune-mode training augmentation: shift (pad by train.augment_pad, random crop back) or
+    # random_resized_crop (scale crop_scale, aspect 3/4-4/3) to input_size; flip: random horizontal flip
+    augment: str = param("shift", choices=["shift", "random_resized_crop"])
+    crop_scale: list[float] = param([0.16, 1.0])
+    flip: bool = param(False)
+    # global pooling of the last feature map: avg (GAP), max (GMP), avg_plus_max (GAP + GMP, same width),
+    # avg_cat_max (concatenated, twice the width)
+    pooling: str = param("avg", choices=["avg", "max", "avg_plus_max", "avg_cat_max"])
+    # BatchNorm layers of the backbone kept in eval mode with frozen affine parameters (MLRC, CCP)
+    freeze_bn: bool = param(False)
     embed_batch_size: int = param(256, ge=1)
 
 
@@ -97,6 +122,8 @@ class TrainConfig:
     # finetune-mode augmentation: random crop after zero padding, horizontal flip off for digits
     augment_pad: int = param(2, ge=0)
     num_workers: int = param(0, ge=0)
+    # finetune mode on CUDA: autocast precision (off, fp16 with gradient scaling, bf16)
+    amp: str = param("off", choices=["off", "fp16", "bf16"])
     # a stage's independent jobs (folds, ablation grid points) run in this many processes (pipeline/parallel.py)
     workers: int = param(1, ge=1)
     threads_per_worker: int = param(1, ge=1)
@@ -557,6 +584,8 @@ class Params:
     lanml: LanmlConfig = field(default_factory=LanmlConfig)
     ablation: AblationConfig = field(default_factory=AblationConfig)
     report: ReportConfig = field(default_factory=ReportConfig)
+    # settings of the papers (mlrc, conventional) and per data set; applied by data.name / data.setting
+    presets: dict[str, Any] = field(default_factory=dict)
 
 
 # --------------------------------------------------------------------- loading
@@ -748,8 +777,53 @@ def load_params(path: str | Path = "params.yaml") -> Params:
     return params_from_dict(OmegaConf.to_container(raw), source)
 
 
+def _merge(base: dict, override: dict) -> dict:
+    """`base` with `override`'s values, mappings merged key by key (lists and scalars replaced)."""
+    out = dict(base)
+    for key, value in override.items():
+        out[key] = _merge(out[key], value) if isinstance(value, dict) and isinstance(out.get(key), dict) else value
+    return out
+
+
+def _apply_presets(data: dict, source: str) -> tuple[dict, str]:
+    """The effective params: for a real data set, ``presets.<data.setting>`` and then ``presets.<data.name>``
+    merged over the sections (they win over the sections' values, which are the embedded default's; tune a
+    preset's value under presets.<name>). Every preset is checked against the schema, selected or not.
+    Returns the params and a note naming the applied presets (for error messages)."""
+    presets = data.get("presets") or {}
+    if not isinstance(presets, dict):
+        raise ParamsError(f"{source}: presets: must be a mapping of preset names to sections")
+    schema = OmegaConf.structured(Params)
+    for name, preset in presets.items():
+        key = f"presets.{name}"
+        if name not in SETTINGS + BENCHMARK_NAMES:
+            raise ParamsError(f"{source}: {key}: unknown preset (valid: {', '.join(SETTINGS + BENCHMARK_NAMES)})")
+        if not isinstance(preset, dict) or "presets" in preset or "name" in (preset.get("data") or {}):
+            raise ParamsError(f"{source}: {key}: must be a mapping of sections, without presets or data.name")
+        try:
+            OmegaConf.merge(schema, _rename_keywords(preset))
+        except OmegaConfBaseException as err:
+            raise ParamsError(_format_omegaconf_error(err, source, prefix=key + ".")) from err
+    section = data.get("data") or {}
+    name, setting = section.get("name", "digit_pairs"), section.get("setting", "mlrc")
+    if name not in BENCHMARK_NAMES or setting not in SETTINGS:
+        return data, ""
+    applied = [k for k in (setting, name) if k in presets]
+    for k in applied:
+        data = _merge(data, presets[k])
+    return data, f" (after applying {', '.join(f'presets.{k}' for k in applied)})" if applied else ""
+
+
 def params_from_dict(data: dict, source: str = "params.yaml") -> Params:
-    """Validate a plain dict against the schema (used by load_params and tests)."""
+    """Validate a plain dict against the schema, presets applied (used by load_params and tests)."""
+    data, note = _apply_presets(data, source)
+    try:
+        return _validated(data, source)
+    except ParamsError as err:
+        raise ParamsError(f"{err}{note}") from err
+
+
+def _validated(data: dict, source: str) -> Params:
     schema = OmegaConf.structured(Params)
     try:
         merged = OmegaConf.merge(schema, _rename_keywords(data))

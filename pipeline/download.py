@@ -1,12 +1,17 @@
 """Downloads that survive a cut and never leave a bad file behind, and archive extraction that stays
 inside its target folder.
 
-``download(url, path, sha256)``: fetches into ``<path>.part`` with a progress bar; a ``.part`` left by
+``download(url, path, expected)``: fetches into ``<path>.part`` with a progress bar; a ``.part`` left by
 an earlier cut is resumed with an HTTP Range request (a server that ignores the range sends the whole
-file, and the download restarts). The finished file is checked against `sha256` and only then
+file, and the download restarts). The finished file is checked against `expected` and only then
 renamed to `path`; a mismatch deletes it and stops with one line naming the file. A file already at
 `path` is checked the same way. Without a recorded sum the file's SHA-256 is logged so that it can be
 recorded.
+
+A recorded checksum is ``"<algorithm>:<hex digest>"`` (``md5:...``, ``sha256:...``; a bare digest is
+SHA-256). The published sums of the DML data sets are MD5. A digest shorter than the algorithm's is
+compared as a prefix: the converted model weights publish only the first hex digits of their SHA-256
+in their file names (torch.hub's convention).
 
 ``safe_extract(archive, target)``: tar or zip; refuses, before extracting anything, any member with an
 absolute path, a ``..`` component, or that is a link or a device; extracts into a temporary folder
@@ -37,22 +42,41 @@ class DownloadError(PipelineError, OSError):
     """A download or archive cannot be used; the message names the URL or file."""
 
 
-def sha256(path: Path) -> str:
-    digest = hashlib.sha256()
+def file_digest(path: Path, algorithm: str = "sha256") -> str:
+    digest = hashlib.new(algorithm)
     with open(path, "rb") as f:
         for block in iter(lambda: f.read(1 << 20), b""):
             digest.update(block)
     return digest.hexdigest()
 
 
-def verify(path: Path, expected: str | None) -> Path:
-    """`path` if its SHA-256 is `expected` (or none is recorded: then logged); else delete it and stop."""
-    got = sha256(path)
+def sha256(path: Path) -> str:
+    return file_digest(path, "sha256")
+
+
+def parse_checksum(expected: str) -> tuple[str, str]:
+    """(algorithm, lower-case hex digest or prefix) of a recorded checksum."""
+    algorithm, _, digest = expected.rpartition(":")
+    algorithm = (algorithm or "sha256").lower()
+    if (algorithm not in ("md5", "sha1", "sha256") or len(digest) < 8
+            or any(c not in "0123456789abcdef" for c in digest.lower())):
+        raise DownloadError(f"checksum {expected!r}: expected '<md5|sha1|sha256>:<hex digest of 8 or more digits>'")
+    return algorithm, digest.lower()
+
+
+def verify(path: Path, expected: str | None, remove: bool = True) -> Path:
+    """`path` if its checksum is `expected` (or none is recorded: then its SHA-256 is logged); else stop,
+    deleting the file when `remove` (a download; a file the user pointed at is left alone)."""
     if expected is None:
-        log.warning("%s: no recorded checksum; SHA-256 %s", path, got)
-    elif got != expected:
-        path.unlink()
-        raise DownloadError(f"{path}: SHA-256 {got} does not match the recorded {expected}; the file was removed")
+        log.warning("%s: no recorded checksum; SHA-256 %s", path, sha256(path))
+        return path
+    algorithm, digest = parse_checksum(expected)
+    got = file_digest(path, algorithm)
+    if not got.startswith(digest):
+        if remove:
+            path.unlink()
+        raise DownloadError(f"{path}: {algorithm.upper()} {got} does not match the recorded {digest}"
+                            + ("; the file was removed" if remove else ""))
     return path
 
 
@@ -61,6 +85,8 @@ def download(url: str, path: Path, expected: str | None = None, timeout: float =
     from tqdm import tqdm
 
     path = Path(path)
+    if expected is not None:
+        parse_checksum(expected)  # a malformed recorded sum stops before anything is fetched
     if path.exists():
         return verify(path, expected)
     path.parent.mkdir(parents=True, exist_ok=True)

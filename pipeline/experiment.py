@@ -18,7 +18,8 @@ from pipeline.features import FeatureCache
 from pipeline.io import write_json
 from pipeline.jobs import FoldJob, FoldOutcome
 from pipeline.methods import build_objective
-from pipeline.models.backbones import build_backbone, eval_transform, train_transform
+from pipeline.models.backbones import build_backbone
+from pipeline.models.transforms import eval_transform, train_transform
 from pipeline.models.embedder import Embedder, build_head
 from pipeline.runs import run_config
 from pipeline.runtime import choose_device, derive_seed, seed_everything
@@ -32,6 +33,7 @@ class RunResult:
     diagnostics: list[dict]
     test_embeddings: np.ndarray
     test_labels: np.ndarray
+    test_query: np.ndarray  # which test rows are queries (query/gallery data sets; else all False)
 
 
 def fold_rows(manifest: Manifest, fold: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -76,16 +78,17 @@ def train_fold(params: Params, method: str, fold: int, manifest: Manifest, featu
             raise FileNotFoundError("train.mode=frozen needs the feature cache (run the embed stage)")
         data, backbone = frozen_data(features, rows), None
     else:
-        data, backbone = image_data(manifest, params, rows), build_backbone(params.backbone)
+        data, backbone = image_data(manifest, params, rows), build_backbone(params.backbone, params.data.download_dir)
     with torch.no_grad():
         probe = data.train[0][0].unsqueeze(0)
         in_dim = (probe if backbone is None else backbone.eval()(probe)).flatten(1).shape[1]
     model = Embedder(backbone, build_head(in_dim, params.train.embedding_dim, params.train.head_hidden),
-                     cfg.embedding_norm)
+                     cfg.embedding_norm, params.backbone.freeze_bn)
     objective = build_objective(params, method, len(np.unique(data.train_labels)), params.train.embedding_dim)
     result = fit(model, objective, data, params.train, device, desc=f"{method}-{fold}")
     model.load_state_dict(result.best_state["model"])
-    return RunResult(model, result, objective.diagnostics, embed(model, data.test, device), data.test_labels)
+    return RunResult(model, result, objective.diagnostics, embed(model, data.test, device), data.test_labels,
+                     manifest.is_query(rows[2]))
 
 
 def train_and_save(job: FoldJob) -> FoldOutcome:
@@ -99,13 +102,13 @@ def train_and_save(job: FoldJob) -> FoldOutcome:
         out.mkdir(parents=True)
         torch.save(result.model.state_dict(), out / "model.pt")
         with open(out / "test_embeddings.npz", "wb") as fh:
-            np.savez(fh, embeddings=result.test_embeddings, labels=result.test_labels)
+            np.savez(fh, embeddings=result.test_embeddings, labels=result.test_labels, query=result.test_query)
         write_json(out / "summary.json", {
             "method": job.method, "fold": job.fold, "best_epoch": result.fit.best_epoch,
             "epochs_run": len(result.fit.history) - 1, "best_val_map_at_r": result.fit.best_val_map_at_r,
             "params": to_dict(run_config(params, job.method)),
         })
-    metrics = (evaluate_embeddings(result.test_embeddings, result.test_labels, params.eval, params.seed)
+    metrics = (evaluate_embeddings(result.test_embeddings, result.test_labels, params.eval, params.seed, result.test_query)
                if job.evaluate else None)
     return FoldOutcome(result.fit.history, result.diagnostics, result.fit.best_epoch,
                        result.fit.best_val_map_at_r, metrics)

@@ -14,7 +14,8 @@ from tqdm import tqdm
 from pipeline.config import BackboneConfig
 from pipeline.data.images import ManifestImages
 from pipeline.data.manifest import Manifest
-from pipeline.models.backbones import build_backbone, eval_transform
+from pipeline.models.backbones import build_backbone
+from pipeline.models.transforms import eval_transform
 
 log = logging.getLogger(__name__)
 
@@ -42,14 +43,15 @@ class FeatureCache:
 
 
 @torch.no_grad()
-def extract_features(manifest: Manifest, cfg: BackboneConfig, device: torch.device) -> FeatureCache:
-    """Run the backbone (eval mode, eval transform) over every manifest row."""
-    backbone = build_backbone(cfg)
+def extract_features(manifest: Manifest, cfg: BackboneConfig, device: torch.device, num_workers: int = 0,
+                     download_dir: str = "data/downloads") -> FeatureCache:
+    """Run the backbone (eval mode, eval transform) over every manifest row, in batches on `device`."""
+    backbone = build_backbone(cfg, download_dir)
     if backbone is not None:
         backbone.eval().to(device)
     rows = np.arange(len(manifest.table))
     loader = DataLoader(ManifestImages(manifest, rows, eval_transform(cfg)), batch_size=cfg.embed_batch_size,
-                        shuffle=False, pin_memory=device.type == "cuda")
+                        shuffle=False, num_workers=num_workers, pin_memory=device.type == "cuda")
     chunks = []
     for x, _ in tqdm(loader, desc=f"embed ({cfg.name})", unit="batch"):
         x = x.to(device, non_blocking=True)

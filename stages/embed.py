@@ -1,22 +1,32 @@
-"""embed: the backbone embedding cache (features of every manifest row)."""
+"""embed: the backbone embedding cache (features of every manifest row) for frozen mode.
+
+In finetune mode the backbone trains on the images and no cache is needed: the stage writes only
+info.json saying so (no GPU time spent on features nobody reads).
+"""
 
 from pipeline.config import to_dict
-from pipeline.data.manifest import read_manifest
-from pipeline.features import extract_features
 from pipeline.io import atomic_path, write_json
-from pipeline.models.backbones import describe_backbone
-from pipeline.runtime import choose_device, seed_everything
 from stages._common import run
 
 
 def main(params, args):
-    seed_everything(params.seed)
-    cache = extract_features(read_manifest(args.data), params.backbone, choose_device(params.train.device))
+    from pipeline.data.manifest import read_manifest
+    from pipeline.features import extract_features
+    from pipeline.models.backbones import describe_backbone
+    from pipeline.runtime import choose_device, seed_everything
+
+    info = {"backbone": to_dict(params.backbone), "description": describe_backbone(params.backbone),
+            "mode": params.train.mode}
     with atomic_path(args.out) as tmp:
         tmp.mkdir()
-        cache.save(tmp / "features.npz")
-        write_json(tmp / "info.json", {"backbone": to_dict(params.backbone), "description": describe_backbone(params.backbone),
-                                       "feature_dim": int(cache.features.shape[1]), "num_images": len(cache.labels)})
+        if params.train.mode == "frozen":
+            device = choose_device(params.train.device)
+            seed_everything(params.seed, device)
+            cache = extract_features(read_manifest(args.data), params.backbone, device, params.train.num_workers,
+                                     params.data.download_dir)
+            cache.save(tmp / "features.npz")
+            info.update(feature_dim=int(cache.features.shape[1]), num_images=len(cache.labels))
+        write_json(tmp / "info.json", info)
 
 
 def configure(p):

@@ -1,16 +1,28 @@
-"""prepare: write the data set (images + manifest with split and MLRC folds)."""
+"""prepare: write the data set (images + manifest with split and MLRC folds).
 
-from pipeline.data.digit_pairs import write_digit_pairs
+digit_pairs: the embedded default, made from scikit-learn's bundled digits. cub, cars196, sop, inshop:
+the real benchmarks, downloaded (or taken from data.source) and extracted into the output folder.
+"""
+
+from pathlib import Path
+
 from pipeline.io import atomic_path
 from stages._common import run
 
 
 def main(params, args):
     d = params.data
+    folds = len(params.experiment.folds)
     with atomic_path(args.out) as tmp:
         tmp.mkdir()
-        write_digit_pairs(tmp, d.num_classes, d.images_per_class, d.train_instance_fraction,
-                          len(params.experiment.folds), params.seed)
+        if d.name == "digit_pairs":
+            from pipeline.data.digit_pairs import write_digit_pairs
+
+            write_digit_pairs(tmp, d.num_classes, d.images_per_class, d.train_instance_fraction, folds, params.seed)
+        else:
+            from pipeline.data.benchmarks import prepare_benchmark
+
+            prepare_benchmark(d.name, tmp, d.source, Path(d.download_dir), d.mirror, folds)
 
 
 if __name__ == "__main__":

@@ -78,3 +78,55 @@ def tiny_data(tmp_path, tiny_params):
                       len(tiny_params.experiment.folds), tiny_params.seed)
     manifest = read_manifest(root)
     return manifest, extract_features(manifest, tiny_params.backbone, torch.device("cpu"))
+
+
+class FileServer:
+    """A loopback HTTP server of in-memory files with Range support; `cut[name]` = bytes after which the
+    next full (non-range) transfer of `name` is cut. `ranges` records the Range starts it was asked for."""
+
+    def __init__(self, files: dict[str, bytes]):
+        import http.server
+        import threading
+
+        self.files, self.cut, self.ranges, self.requests = dict(files), {}, [], []
+        server = self
+
+        class Handler(http.server.BaseHTTPRequestHandler):
+            def do_GET(self):  # noqa: N802 (http.server's name)
+                name = self.path.lstrip("/")
+                server.requests.append(name)
+                if name not in server.files:
+                    self.send_error(404)
+                    return
+                start = 0
+                if "Range" in self.headers:
+                    start = int(self.headers["Range"].split("=")[1].rstrip("-"))
+                    server.ranges.append(start)
+                body = server.files[name][start:]
+                self.send_response(206 if start else 200)
+                self.send_header("Content-Length", str(len(body)))
+                self.end_headers()
+                cut = server.cut.pop(name, None) if not start else None
+                self.wfile.write(body if cut is None else body[:cut])
+                if cut is not None:
+                    self.close_connection = True
+
+            def log_message(self, *args):
+                pass
+
+        self.httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        threading.Thread(target=self.httpd.serve_forever, daemon=True).start()
+        self.url = f"http://127.0.0.1:{self.httpd.server_address[1]}"
+
+
+@pytest.fixture
+def file_server():
+    servers = []
+
+    def start(files: dict[str, bytes]) -> FileServer:
+        servers.append(FileServer(files))
+        return servers[-1]
+
+    yield start
+    for s in servers:
+        s.httpd.shutdown()

@@ -1,10 +1,8 @@
 """pipeline/download.py: resume after a cut, checksums, and extraction that stays in its folder."""
 
 import hashlib
-import http.server
 import io
 import tarfile
-import threading
 import zipfile
 
 import pytest
@@ -14,52 +12,38 @@ from pipeline.download import DownloadError, download, safe_extract
 PAYLOAD = bytes(range(256)) * 400  # 100 kB
 
 
-class RangeHandler(http.server.BaseHTTPRequestHandler):
-    """Serves PAYLOAD with Range support; the first full request is cut after `cut` bytes."""
-
-    cut = None
-    ranges = []
-
-    def do_GET(self):  # noqa: N802 (http.server's name)
-        start = 0
-        if "Range" in self.headers:
-            start = int(self.headers["Range"].split("=")[1].rstrip("-"))
-            RangeHandler.ranges.append(start)
-        body = PAYLOAD[start:]
-        self.send_response(206 if start else 200)
-        self.send_header("Content-Length", str(len(body)))
-        self.end_headers()
-        if RangeHandler.cut is not None and not start:
-            self.wfile.write(body[:RangeHandler.cut])
-            RangeHandler.cut = None
-            self.close_connection = True
-            return
-        self.wfile.write(body)
-
-    def log_message(self, *args):
-        pass
+@pytest.fixture
+def server(file_server):
+    return file_server({"archive.tgz": PAYLOAD})
 
 
 @pytest.fixture
-def url():
-    RangeHandler.cut, RangeHandler.ranges = None, []
-    httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), RangeHandler)
-    threading.Thread(target=httpd.serve_forever, daemon=True).start()
-    yield f"http://127.0.0.1:{httpd.server_address[1]}/archive.tgz"
-    httpd.shutdown()
+def url(server):
+    return f"{server.url}/archive.tgz"
 
 
 GOOD = hashlib.sha256(PAYLOAD).hexdigest()
 
 
-def test_a_cut_download_resumes_where_it_stopped(tmp_path, url):
-    RangeHandler.cut = 30_000
+def test_a_cut_download_resumes_where_it_stopped(tmp_path, server, url):
+    server.cut["archive.tgz"] = 30_000
     path = tmp_path / "archive.tgz"
     with pytest.raises(DownloadError, match="run again to resume"):
         download(url, path, GOOD)
     assert (tmp_path / "archive.tgz.part").stat().st_size == 30_000 and not path.exists()
     assert download(url, path, GOOD).read_bytes() == PAYLOAD
-    assert RangeHandler.ranges == [30_000] and not (tmp_path / "archive.tgz.part").exists()
+    assert server.ranges == [30_000] and not (tmp_path / "archive.tgz.part").exists()
+
+
+def test_md5_and_prefix_checksums(tmp_path, url):
+    md5 = hashlib.md5(PAYLOAD).hexdigest()
+    assert download(url, tmp_path / "a", f"md5:{md5}").read_bytes() == PAYLOAD
+    assert download(url, tmp_path / "b", f"sha256:{GOOD[:9]}").read_bytes() == PAYLOAD  # torch.hub-style prefix
+    with pytest.raises(DownloadError, match="MD5 .* does not match the recorded 00000000"):
+        download(url, tmp_path / "c", "md5:" + "0" * 32)
+    with pytest.raises(DownloadError, match="checksum 'crc:1234'"):
+        download(url, tmp_path / "d", "crc:1234")
+    assert not (tmp_path / "c").exists() and not (tmp_path / "c.part").exists()
 
 
 def test_a_wrong_checksum_keeps_nothing(tmp_path, url):

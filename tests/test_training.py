@@ -71,7 +71,7 @@ def test_finetune_mode_with_tiny_cnn(tiny_dict, tiny_data):
     assert result.test_embeddings.shape == (len(manifest.rows("test")), params.train.embedding_dim)
     assert result.fit.best_epoch >= 1
     trained = result.model.backbone.state_dict()
-    assert not torch.allclose(trained["features.0.weight"], initial["features.0.weight"])  # backbone trained
+    assert not torch.allclose(trained["trunk.features.0.weight"], initial["trunk.features.0.weight"])  # backbone trained
 
 
 def test_non_finite_loss_stops_with_the_step(tiny_dict, tiny_data, monkeypatch):

@@ -1,7 +1,8 @@
 """The manifest every preparer writes: one CSV row per image.
 
 Columns: ``path`` (relative to the manifest's folder), ``label`` (integer class id),
-``split`` (``train`` or ``test``) and ``fold`` (for training images the MLRC fold
+``split`` (``train`` or ``test``; ``query`` / ``gallery`` for the test images of a data set
+evaluated query against gallery, In-shop) and ``fold`` (for training images the MLRC fold
 whose validation block holds the image's class; -1 for test images).
 
 MLRC protocol (CCP section 5.1, MLRC section 4): classes sorted, first half
@@ -22,6 +23,7 @@ from pipeline.errors import PipelineError
 
 MANIFEST_NAME = "manifest.csv"
 COLUMNS = ["path", "label", "split", "fold"]
+TEST_SPLITS = ("test", "query", "gallery")  # the unseen classes: one test set, or In-shop's query + gallery
 
 
 class DataError(PipelineError, ValueError):
@@ -44,16 +46,30 @@ def fold_of_class(train_classes: np.ndarray, num_folds: int) -> dict[int, int]:
     return {int(c): k for k in range(num_folds) for c in train_classes[edges[k] : edges[k + 1]]}
 
 
-def build_manifest(paths: list[str], labels: np.ndarray, num_folds: int) -> pd.DataFrame:
-    """Assign split and fold to every image; refuse classes with fewer than 2 images."""
+def build_manifest(paths: list[str], labels: np.ndarray, num_folds: int, split: np.ndarray | None = None) -> pd.DataFrame:
+    """Assign split and fold to every image; refuse classes with fewer than 2 images.
+
+    `split`: a data set's official split (SOP's Ebay_train/Ebay_test, In-shop's train/query/gallery);
+    None: the sorted classes cut in half (MLRC; CUB 100/100 and Cars 98/98 are their official splits too).
+    """
     labels = np.asarray(labels, dtype=np.int64)
     classes, counts = np.unique(labels, return_counts=True)
     small = classes[counts < 2]
     if len(small):
         raise DataError(f"class {int(small[0])} has {int(counts[counts < 2][0])} image(s); every class needs at least 2")
-    train_classes, _ = class_disjoint_split(labels)
+    if split is None:
+        train_classes, _ = class_disjoint_split(labels)
+        split = np.where(np.isin(labels, train_classes), "train", "test")
+    else:
+        split = np.asarray(split, dtype=object)
+        unknown = sorted(set(split) - {"train", *TEST_SPLITS})
+        if unknown:
+            raise DataError(f"unknown split name {unknown[0]!r} (valid: train, {', '.join(TEST_SPLITS)})")
+        train_classes = np.unique(labels[split == "train"])
+        shared = np.intersect1d(train_classes, labels[split != "train"])
+        if len(shared):
+            raise DataError(f"class {int(shared[0])} is in both the training and the test split")
     folds = fold_of_class(train_classes, num_folds)
-    split = np.where(np.isin(labels, train_classes), "train", "test")
     fold = np.array([folds.get(int(y), -1) for y in labels], dtype=np.int64)
     return pd.DataFrame({"path": paths, "label": labels, "split": split, "fold": fold})[COLUMNS]
 
@@ -72,11 +88,15 @@ class Manifest:
     def rows(self, split: str, fold: int | None = None, validation: bool = False) -> np.ndarray:
         """Row indices of a split; for ``train`` with a fold, its training or validation part."""
         t = self.table
-        mask = (t["split"] == split).to_numpy().copy()
+        mask = t["split"].isin(TEST_SPLITS if split == "test" else [split]).to_numpy().copy()
         if fold is not None:
             in_fold = (t["fold"] == fold).to_numpy()
             mask &= in_fold if validation else ~in_fold
         return np.flatnonzero(mask)
+
+    def is_query(self, rows: np.ndarray) -> np.ndarray:
+        """Which of `rows` are queries of a query/gallery split (all False for a plain test split)."""
+        return (self.table["split"].to_numpy()[rows] == "query")
 
     def image_path(self, row: int) -> Path:
         return self.root / self.table["path"].iat[row]

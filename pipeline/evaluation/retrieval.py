@@ -15,6 +15,9 @@ rel_i = 1 when the i-th neighbour shares the query's class.
   not 1; kept as the authors computed it so numbers compare with Revisiting
   Tables 4-9.
 
+Query/gallery data sets (In-shop): the queries are ranked against the gallery only, R = number of
+gallery items of the query's class, and mAP@C's window is that same count (no query in the gallery).
+
 Queries whose class has no other member (R = 0) have no defined R-precision or
 MAP@R; as in pytorch-metric-learning's AccuracyCalculator they are left out of
 every retrieval metric (``num_queries`` in the result says how many were used).
@@ -27,22 +30,34 @@ import numpy as np
 from pipeline.evaluation.knn import nearest_neighbours
 
 
-def neighbour_depth(labels: np.ndarray, recall_at: list[int]) -> int:
+def neighbour_depth(labels: np.ndarray, recall_at: list[int], gallery_labels: np.ndarray | None = None) -> int:
     """How many neighbours the metrics need: max K, and the largest class size (for mAP@C)."""
-    _, counts = np.unique(labels, return_counts=True)
-    return int(min(len(labels) - 1, max(max(recall_at), counts.max())))
+    searched = labels if gallery_labels is None else gallery_labels
+    _, counts = np.unique(searched, return_counts=True)
+    available = len(searched) - (1 if gallery_labels is None else 0)
+    return int(min(available, max(max(recall_at), counts.max())))
 
 
-def retrieval_metrics(neighbours: np.ndarray, labels: np.ndarray, recall_at: list[int]) -> dict[str, float]:
-    """All retrieval metrics from a (N, k) neighbour index matrix sorted by distance."""
+def retrieval_metrics(neighbours: np.ndarray, labels: np.ndarray, recall_at: list[int],
+                      gallery_labels: np.ndarray | None = None) -> dict[str, float]:
+    """All retrieval metrics from a (N, k) neighbour index matrix sorted by distance: neighbours among
+    the other items of `labels`, or, with `gallery_labels`, among the gallery (query/gallery protocol)."""
     labels = np.asarray(labels)
-    _, inverse, counts = np.unique(labels, return_inverse=True, return_counts=True)
-    class_size = counts[inverse]
-    r = class_size - 1
+    if gallery_labels is None:
+        gallery = labels
+        _, inverse, counts = np.unique(labels, return_inverse=True, return_counts=True)
+        class_size = counts[inverse]
+        r = class_size - 1
+    else:
+        gallery = np.asarray(gallery_labels)
+        classes, counts = np.unique(gallery, return_counts=True)
+        at = np.clip(np.searchsorted(classes, labels), 0, len(classes) - 1)
+        r = np.where(classes[at] == labels, counts[at], 0)
+        class_size = r
     valid = r > 0
     if not valid.any():
         raise ValueError("no query has another item of its class: retrieval metrics are undefined")
-    rel = (labels[neighbours] == labels[:, None])[valid]
+    rel = (gallery[neighbours] == labels[:, None])[valid]
     r, class_size = r[valid], class_size[valid]
     k = rel.shape[1]
     if r.max() > k:

@@ -23,7 +23,7 @@ def evaluate_run(job: tuple) -> tuple[dict, pd.DataFrame]:
     """(metrics, spectra) of run folder `path` = job[0]: MLRC Separated and Concatenated metrics with the
     test set's size, and the normalised singular values of each fold's test embeddings."""
     path, name, folds, cfg, seed = job
-    embeddings, labels = [], None
+    embeddings, labels, query = [], None, None
     for fold in folds:
         file = embeddings_file(path, fold)
         with np.load(file) as z:
@@ -31,9 +31,12 @@ def evaluate_run(job: tuple) -> tuple[dict, pd.DataFrame]:
                 raise DataError(f"{file}: test labels differ from fold {folds[0]}'s")
             embeddings.append(z["embeddings"])
             labels = z["labels"]
-    result = mlrc_protocol(embeddings, labels, cfg, seed)
+            query = z["query"] if "query" in z.files else None
+    result = mlrc_protocol(embeddings, labels, cfg, seed, query)
     result["num_test_images"] = int(len(labels))
     result["num_test_classes"] = int(len(np.unique(labels)))
+    if query is not None and query.any():
+        result["num_query_images"] = int(query.sum())
     spectra = pd.concat([pd.DataFrame({"fold": fold, "index": np.arange(1, x.shape[1] + 1),
                                        "singular_value": singular_value_spectrum(x)})
                          for fold, x in zip(folds, embeddings)])

@@ -29,13 +29,26 @@ def build_head(in_dim: int, out_dim: int, hidden: int) -> nn.Module:
 
 
 class Embedder(nn.Module):
-    """backbone (None in frozen mode: the inputs are cached features) -> head -> normalisation."""
+    """backbone (None in frozen mode: the inputs are cached features) -> head -> normalisation.
 
-    def __init__(self, backbone: nn.Module | None, head: nn.Module, norm: str):
+    With `freeze_bn` the backbone's BatchNorm layers stay in eval mode (running statistics, MLRC and CCP)
+    whatever mode the model is put in; their affine parameters are frozen by build_backbone.
+    """
+
+    def __init__(self, backbone: nn.Module | None, head: nn.Module, norm: str, freeze_bn: bool = False):
         super().__init__()
         self.backbone = backbone
         self.head = head
         self.norm = norm
+        self.freeze_bn = freeze_bn
+
+    def train(self, mode: bool = True):
+        super().train(mode)
+        if self.freeze_bn and self.backbone is not None:
+            for m in self.backbone.modules():
+                if isinstance(m, nn.modules.batchnorm._BatchNorm):
+                    m.eval()
+        return self
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         if self.backbone is not None:
