@@ -193,3 +193,28 @@ def test_evaluate_run_reads_the_folds_and_writes_one_spectrum_per_fold(tmp_path,
     np.savez(tmp_path / "fold-1" / "test_embeddings.npz", embeddings=rng.normal(size=(20, 3)), labels=labels[::-1])
     with pytest.raises(DataError, match="test labels differ from fold 0's"):
         evaluate_run((str(tmp_path), "x", [0, 1], tiny_params.eval, 0))
+
+
+@pytest.mark.parametrize("seed", [0, 1])
+def test_query_gallery_agrees_with_pytorch_metric_learning(seed):
+    """In-shop protocol: queries ranked against the gallery only (PML: reference set, ref_includes_query=False)."""
+    x, y = _random_set(seed, singletons=0)
+    query = np.random.default_rng(seed).random(len(y)) < 0.4
+    calc = AccuracyCalculator(include=("precision_at_1", "r_precision", "mean_average_precision_at_r"),
+                              k="max_bin_count", device=torch.device("cpu"))
+    ref = calc.get_accuracy(x[query], y[query], x[~query], y[~query], ref_includes_query=False)
+    ours = evaluate_embeddings(x, y, EvalConfig(kmeans_niter=5), seed=0, query=query)
+    assert ours["num_queries"] == np.isin(y[query], y[~query]).sum()  # a query without gallery match is left out
+    assert ours["precision_at_1"] == pytest.approx(ref["precision_at_1"], abs=1e-6)
+    assert ours["r_precision"] == pytest.approx(ref["r_precision"], abs=1e-6)
+    assert ours["map_at_r"] == pytest.approx(ref["mean_average_precision_at_r"], abs=1e-6)
+
+
+def test_query_gallery_by_hand():
+    # gallery on a line: g0 (class 0) at 0, g1 (class 1) at 1, g2 (class 0) at 3; query of class 0 at 0.9
+    gallery = np.array([[0.0], [1.0], [3.0]], dtype=np.float32)
+    nn, _ = nearest_neighbours(gallery, 3, queries=np.array([[0.9]], dtype=np.float32))
+    assert nn.tolist() == [[1, 0, 2]]
+    m = retrieval_metrics(nn, np.array([0]), [1, 2], gallery_labels=np.array([0, 1, 0]))
+    # R = 2 gallery items of class 0; ranks: miss, hit, hit -> P@1 0, R-precision 1/2, MAP@R (1/2)(0 + 1/2) = 1/4
+    assert (m["precision_at_1"], m["r_precision"], m["map_at_r"], m["recall_at_2"]) == (0.0, 0.5, 0.25, 1.0)
