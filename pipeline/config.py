@@ -124,6 +124,8 @@ class TrainConfig:
     num_workers: int = param(0, ge=0)
     # finetune mode on CUDA: autocast precision (off, fp16 with gradient scaling, bf16)
     amp: str = param("off", choices=["off", "fp16", "bf16"])
+    # the train stages' command (dvc.yaml): python, or torchrun --standalone --nproc_per_node=N for DDP
+    launcher: str = param("python")
     # a stage's independent jobs (folds, ablation grid points) run in this many processes (pipeline/parallel.py)
     workers: int = param(1, ge=1)
     threads_per_worker: int = param(1, ge=1)
@@ -693,6 +695,10 @@ def _check_consistency(p: Params, source: str) -> None:
         for f in dataclasses.fields(getattr(p.ablation, study)):
             if getattr(getattr(p.ablation, study), f.name) == []:
                 raise ParamsError(f"{source}: ablation.{study}.{f.name}: needs one or more values")
+    low, high = (p.backbone.crop_scale + [0.0, 0.0])[:2]
+    if len(p.backbone.crop_scale) != 2 or not 0 < low <= high <= 1:
+        raise ParamsError(f"{source}: backbone.crop_scale: need [low, high] with 0 < low <= high <= 1, "
+                          f"got {p.backbone.crop_scale}")
     if len(p.backbone.mean) != p.backbone.channels or len(p.backbone.std) != p.backbone.channels:
         raise ParamsError(f"{source}: backbone.mean/std: need one value per channel ({p.backbone.channels})")
 

@@ -76,3 +76,37 @@ def test_python_keywords_map_to_trailing_underscore():
     assert _rename_keywords({"ccp": {"lambda": 2e-4, "lr": 1}}) == {"ccp": {"lambda_": 2e-4, "lr": 1}}
     assert _yaml_key("lambda_") == "lambda" and _field_name("lambda") == "lambda_"
     assert _yaml_key("lr_") == "lr_"
+
+
+def test_a_real_data_set_applies_its_setting_and_data_set_presets(tiny_dict):
+    cub = params_from_dict(merge(tiny_dict, {"data": {"name": "cub"}}))
+    # presets.mlrc: BN-Inception, 128-D, batch 8 x 4, Adam 1e-5, frozen BN, MLRC crops and input scaling
+    assert (cub.backbone.name, cub.backbone.weights, cub.backbone.input_size, cub.backbone.resize) == \
+        ("bn_inception", "imagenet", 227, 256)
+    assert (cub.backbone.input_space, cub.backbone.freeze_bn, cub.backbone.crop_scale) == ("bgr255", True, [0.16, 1.0])
+    assert (cub.train.mode, cub.train.embedding_dim, cub.train.lr, cub.train.optimizer) == ("finetune", 128, 1e-5, "adam")
+    assert cub.train.classes_per_batch * cub.train.images_per_class == 32
+    # presets.cub: the CCP supplement's CUB values; C2 (m+, m-) = (beta - alpha, beta + alpha) = (0, 0.3841)
+    assert (cub.ccp.c2.beta - cub.ccp.c2.alpha, cub.ccp.c2.beta + cub.ccp.c2.alpha) == pytest.approx((0.0, 0.3841))
+    assert (cub.ccp.proxies_per_class, cub.ccp.pool_size, cub.ccp.triplet.margin) == (8, 12, 0.0961)
+    assert cub.baselines["c1_xbm"].xbm_batches == 3 and cub.baselines["c1_xbm"].loss.neg_margin == 0.5
+    cars = params_from_dict(merge(tiny_dict, {"data": {"name": "cars196"}}))
+    assert (cars.ccp.c2.beta - cars.ccp.c2.alpha, cars.ccp.c2.beta + cars.ccp.c2.alpha) == pytest.approx((0.2652, 0.5409))
+    assert (cars.ccp.ms.alpha, cars.ccp.ms.beta, cars.ccp.ms.base) == (14.35, 75.83, 0.66)
+    sop = params_from_dict(merge(tiny_dict, {"data": {"name": "sop", "setting": "conventional"}}))
+    assert (sop.train.embedding_dim, sop.train.classes_per_batch * sop.train.images_per_class) == (512, 128)
+    assert (sop.train.steps_per_epoch, sop.baselines["c1_xbm_l"].xbm_batches, sop.ccp.proxies_per_class) == (250, 1400, 4)
+    # the embedded default ignores every preset
+    assert params_from_dict(tiny_dict).backbone.name == "pixels"
+
+
+@pytest.mark.parametrize("presets,message", [
+    ({"mlrc": {"train": {"lrr": 1.0}}}, "presets.mlrc.train.lrr: unknown key"),
+    ({"imagenet": {}}, "presets.imagenet: unknown preset"),
+    ({"cub": {"data": {"name": "sop"}}}, "presets.cub: must be a mapping of sections, without presets or data.name"),
+    ({"cub": {"train": {"lr": -1.0}}}, r"train.lr: must be > 0.0, got -1.0 \(after applying presets.mlrc, presets.cub\)"),
+])
+def test_bad_presets_name_the_key(tiny_dict, presets, message):
+    data = merge(tiny_dict, {"data": {"name": "cub"}, "presets": presets})
+    with pytest.raises(ParamsError, match=message):
+        params_from_dict(data)
