@@ -87,7 +87,8 @@ def train_fold(params: Params, method: str, fold: int, manifest: Manifest, featu
     objective = build_objective(params, method, len(np.unique(data.train_labels)), params.train.embedding_dim)
     result = fit(model, objective, data, params.train, device, desc=f"{method}-{fold}")
     model.load_state_dict(result.best_state["model"])
-    return RunResult(model, result, objective.diagnostics, embed(model, data.test, device), data.test_labels,
+    return RunResult(model, result, objective.diagnostics, embed(model, data.test, device, params.train.num_workers, params.train.amp),
+                     data.test_labels,
                      manifest.is_query(rows[2]))
 
 

@@ -38,13 +38,19 @@ def seed_everything(seed: int, device: torch.device | None = None) -> None:
         torch.use_deterministic_algorithms(True, warn_only=True)
 
 
+def launched_by_torchrun() -> bool:
+    """True in a process torchrun started with more than one process (pipeline/distributed.py)."""
+    return int(os.environ.get("WORLD_SIZE", "1")) > 1
+
+
 def choose_device(name: str) -> torch.device:
-    """``auto``: CUDA when available, else CPU."""
+    """``auto``: CUDA when available, else CPU; under torchrun the GPU of this process (LOCAL_RANK)."""
     import torch
 
     if name == "cuda" and not torch.cuda.is_available():
         raise RuntimeError("train.device: cuda requested but no CUDA device is available")
     if name == "auto":
         name = "cuda" if torch.cuda.is_available() else "cpu"
-    log.info("device: %s", name)
-    return torch.device(name)
+    device = torch.device(name, int(os.environ.get("LOCAL_RANK", "0"))) if name == "cuda" else torch.device(name)
+    log.info("device: %s", device)
+    return device

@@ -7,7 +7,11 @@ measures MAP@R on the held-out validation fold. Training stops after
 ``max_epochs``; the best epoch's weights are returned (MLRC early stopping).
 Two modes share this loop: ``frozen`` (inputs are cached backbone features,
 only the head trains) and ``finetune`` (inputs are augmented images, backbone
-and head train).
+and head train). On CUDA, ``train.amp`` runs the forward pass under autocast
+(fp16 with gradient scaling, or bf16); image batches come from ``train.num_workers``
+DataLoader processes into pinned memory. Under torchrun the network is wrapped in
+DistributedDataParallel and every rank trains on its share of each batch
+(pipeline/distributed.py).
 """
 
 from __future__ import annotations
@@ -24,6 +28,7 @@ from pytorch_metric_learning.samplers import MPerClassSampler
 from torch.utils.data import BatchSampler, DataLoader, Dataset, TensorDataset
 from tqdm import tqdm
 
+from pipeline import distributed
 from pipeline.config import TrainConfig
 from pipeline.errors import PipelineError
 from pipeline.evaluation.retrieval import map_at_r
@@ -61,7 +66,7 @@ class TrainContext:
 
     def embed(self, dataset: Dataset) -> np.ndarray:
         """Embeddings in eval mode; the model is put back into train mode afterwards."""
-        out = embed(self.model, dataset, self.device)
+        out = embed(self.model, dataset, self.device, self.cfg.num_workers, self.cfg.amp)
         self.model.train()
         return out
 
@@ -93,28 +98,91 @@ def make_optimizer(model: torch.nn.Module, objective: Objective, cfg: TrainConfi
     return torch.optim.SGD(groups, lr=cfg.lr, weight_decay=cfg.weight_decay, momentum=cfg.momentum)
 
 
+def autocast(device: torch.device, amp: str):
+    """The forward pass's autocast context: fp16 / bf16 on CUDA when asked, else a no-op."""
+    enabled = device.type == "cuda" and amp != "off"
+    return torch.autocast("cuda", dtype=torch.bfloat16 if amp == "bf16" else torch.float16, enabled=enabled)
+
+
+def _loading(dataset: Dataset, cfg_workers: int, device: torch.device) -> dict:
+    """DataLoader settings: worker processes and pinned memory for images (cached features need neither)."""
+    if isinstance(dataset, TensorDataset):
+        return {}
+    return {"num_workers": cfg_workers, "pin_memory": device.type == "cuda", "persistent_workers": cfg_workers > 0}
+
+
 @torch.no_grad()
-def embed(model: torch.nn.Module, dataset: Dataset, device: torch.device, batch_size: int = 512) -> np.ndarray:
+def embed(model: torch.nn.Module, dataset: Dataset, device: torch.device, num_workers: int = 0, amp: str = "off",
+          batch_size: int = 512) -> np.ndarray:
     """Embeddings of a whole dataset in eval mode, in dataset order."""
     model.eval()
-    loader = DataLoader(dataset, batch_size=batch_size, shuffle=False)
-    return np.concatenate([model(x.to(device)).float().cpu().numpy() for x, _ in loader])
+    loader = DataLoader(dataset, batch_size=batch_size, shuffle=False, **_loading(dataset, num_workers, device))
+    out = []
+    for x, _ in loader:
+        with autocast(device, amp):
+            out.append(model(x.to(device, non_blocking=True)).float().cpu().numpy())
+    return np.concatenate(out)
 
 
 def _batches(data: FoldData, cfg: TrainConfig, device: torch.device, objective: Objective) -> DataLoader:
     """The objective's own batches if it builds them, else classes_per_batch x images_per_class batches
-    from pytorch-metric-learning's MPerClassSampler. Cached features (a TensorDataset) are indexed a batch
-    at a time, one tensor operation instead of one per sample; the batches are the same either way."""
-    loading = {"num_workers": cfg.num_workers, "pin_memory": device.type == "cuda"}
+    from pytorch-metric-learning's MPerClassSampler; under DDP this rank's share of each. Cached features
+    (a TensorDataset) are indexed a batch at a time, one tensor operation instead of one per sample; the
+    batches are the same either way."""
+    loading = _loading(data.train, cfg.num_workers, device)
     batches = objective.batch_sampler(data.train_labels, cfg)
     if batches is None:
         batch = cfg.classes_per_batch * cfg.images_per_class
         sampler = MPerClassSampler(data.train_labels, m=cfg.images_per_class, batch_size=batch,
                                    length_before_new_iter=batch * cfg.steps_per_epoch)
         batches = BatchSampler(sampler, batch, drop_last=True)
+    if distributed.world_size() > 1:
+        batches = distributed.ShardedBatches(batches, distributed.rank(), distributed.world_size())
     if isinstance(data.train, TensorDataset):
         return DataLoader(data.train, sampler=batches, batch_size=None, **loading)
     return DataLoader(data.train, batch_sampler=batches, **loading)
+
+
+@dataclass
+class Stepper:
+    """One optimisation step: forward under autocast, backward (scaled for fp16), gradient averaging
+    across ranks under DDP, clipping of the global norm, optimiser step. `net` is the model, or its
+    DistributedDataParallel wrapper."""
+
+    net: torch.nn.Module
+    objective: Objective
+    optimizer: torch.optim.Optimizer
+    cfg: TrainConfig
+    device: torch.device
+
+    def __post_init__(self):
+        self.params = [p for g in self.optimizer.param_groups for p in g["params"]]
+        fp16 = self.device.type == "cuda" and self.cfg.amp == "fp16"
+        self.scaler = torch.amp.GradScaler("cuda", enabled=fp16)
+
+    def __call__(self, x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
+        with autocast(self.device, self.cfg.amp):
+            loss = self.objective.batch_loss(self.net, x, y)
+        if not torch.isfinite(loss):
+            return loss
+        self.optimizer.zero_grad(set_to_none=True)
+        self.scaler.scale(loss.float()).backward()
+        if distributed.world_size() > 1:
+            self.objective.average_gradients()  # the network's gradients are averaged by DDP
+        self.scaler.unscale_(self.optimizer)
+        if self.cfg.grad_clip_norm > 0:
+            torch.nn.utils.clip_grad_norm_(self.params, self.cfg.grad_clip_norm)
+        self.scaler.step(self.optimizer)
+        self.scaler.update()
+        return loss
+
+
+def wrap_for_ranks(model: torch.nn.Module, objective: Objective, device: torch.device) -> torch.nn.Module:
+    """Under torchrun: the model in DistributedDataParallel and the objective's in-batch terms gathered."""
+    if distributed.world_size() == 1:
+        return model
+    objective.distribute()
+    return torch.nn.parallel.DistributedDataParallel(model, device_ids=[device.index] if device.type == "cuda" else None)
 
 
 def fit(model: torch.nn.Module, objective: Objective, data: FoldData, cfg: TrainConfig,
@@ -127,14 +195,14 @@ def fit(model: torch.nn.Module, objective: Objective, data: FoldData, cfg: Train
     model.to(device)
     objective.to(device)
     optimizer = make_optimizer(model, objective, cfg)
+    step_once = Stepper(wrap_for_ranks(model, objective, device), objective, optimizer, cfg, device)
     loader = _batches(data, cfg, device, objective)
-    params = [p for g in optimizer.param_groups for p in g["params"]]
     ctx = TrainContext(model, optimizer, data, cfg, device)
 
     def snapshot() -> dict:
         return {"model": copy.deepcopy(model.state_dict()), "objective": copy.deepcopy(objective.state_dict())}
 
-    best = map_at_r(embed(model, data.val, device), data.val_labels)
+    best = map_at_r(ctx.embed(data.val), data.val_labels)
     result = FitResult(snapshot(), 0, best, [{"epoch": 0, "train_loss": float("nan"), "val_map_at_r": best}])
     log.info("%s: epoch 0 val MAP@R %.4f", desc, best)
     objective.begin(ctx)
@@ -145,16 +213,11 @@ def fit(model: torch.nn.Module, objective: Objective, data: FoldData, cfg: Train
         losses = []
         for step, (x, y) in enumerate(tqdm(loader, desc=f"{desc} epoch {epoch}", unit="step", leave=False), 1):
             x, y = x.to(device, non_blocking=True), y.to(device, non_blocking=True)
-            loss = objective.batch_loss(model, x, y)
+            loss = step_once(x, y)
             if not torch.isfinite(loss):
                 raise TrainingError(f"{desc}: non-finite loss ({loss.item()}) at epoch {epoch} step {step}")
-            optimizer.zero_grad(set_to_none=True)
-            loss.backward()
-            if cfg.grad_clip_norm > 0:
-                torch.nn.utils.clip_grad_norm_(params, cfg.grad_clip_norm)
-            optimizer.step()
             losses.append(loss.item())
-        val = map_at_r(embed(model, data.val, device), data.val_labels)
+        val = map_at_r(ctx.embed(data.val), data.val_labels)
         result.history.append({"epoch": epoch, "train_loss": float(np.mean(losses)), "val_map_at_r": val})
         improved = val > result.best_val_map_at_r + cfg.min_delta
         log.info("%s: epoch %d loss %.4f val MAP@R %.4f%s", desc, epoch, np.mean(losses), val,

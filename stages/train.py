@@ -3,6 +3,9 @@
 The folds train in ``train.workers`` processes. Writes per fold the best model, the test embeddings
 and a summary, the per-epoch log (dvc plots) and, for outer-loop methods, one diagnostics row per
 sub-problem. Each output folder appears complete or not at all.
+
+Under torchrun (``train.launcher``), every process trains the folds one after the other with
+DistributedDataParallel (pipeline/distributed.py) and only rank 0 writes.
 """
 
 from contextlib import ExitStack
@@ -11,6 +14,7 @@ from pathlib import Path
 import pandas as pd
 
 from pipeline.config import ParamsError
+from pipeline.runtime import launched_by_torchrun
 from pipeline.io import atomic_path
 from pipeline.jobs import FoldJob, run_fold_job
 from pipeline.parallel import run_jobs
@@ -28,12 +32,18 @@ def main(params, args):
         raise ParamsError(f"{source}: method {args.method!r} is not one of the configured runs "
                           f"({', '.join(runs)}; see experiment.methods and the ccp and profs losses and variants)")
     folds = list(params.experiment.folds)
+    ranked = launched_by_torchrun()
+    if ranked and _join_ranks() != 0:  # the other ranks train alongside rank 0 and write nothing
+        for fold in folds:
+            run_fold_job(FoldJob(params, args.method, fold, args.data, args.features))
+        return
     with ExitStack() as stack:
         models, logs = (stack.enter_context(atomic_path(p)) for p in (args.out, args.logs))
         subproblems = stack.enter_context(atomic_path(args.subproblems)) if args.subproblems else None
         jobs = [FoldJob(params, args.method, fold, args.data, args.features, str(models / f"fold-{fold}"))
                 for fold in folds]
-        outcomes = run_jobs(run_fold_job, jobs, params.train.workers, params.train.threads_per_worker, desc=args.method)
+        outcomes = ([run_fold_job(job) for job in jobs] if ranked else
+                    run_jobs(run_fold_job, jobs, params.train.workers, params.train.threads_per_worker, desc=args.method))
         for d in (logs, subproblems):
             if d is not None:
                 d.mkdir()
@@ -42,6 +52,12 @@ def main(params, args):
             if subproblems is not None:
                 table = pd.DataFrame(outcome.diagnostics, columns=SUBPROBLEM_COLUMNS)
                 table.to_csv(subproblems / f"fold-{fold}.csv", index=False, float_format="%.6f")
+
+
+def _join_ranks() -> int:
+    from pipeline.distributed import init_from_env  # imports torch: only under torchrun
+
+    return init_from_env()
 
 
 def configure(p):

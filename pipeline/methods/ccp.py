@@ -55,6 +55,7 @@ class CCPObjective(Objective):
         self.cfg, self.variant, self.num_classes = cfg, variant, num_classes
         k = cfg.proxies_per_class
         self.register_buffer("anchor_labels", torch.arange(num_classes).repeat_interleave(k))
+        self.supports_distributed = variant != "sample_ccp"  # its anchors pass through the network a second time
         self.proxies = nn.Parameter(torch.zeros(num_classes * k, embedding_dim)) if variant in ("loss_proxy", "ccp") else None
         self.anchor_inputs: torch.Tensor | None = None  # sample_ccp: inputs of the anchor samples
         self.rho_star: torch.Tensor | None = None  # the previous sub-problem's anchors (K-center seeds)
@@ -80,11 +81,11 @@ class CCPObjective(Objective):
     def batch_loss(self, model, x, y):
         emb = model(x)
         if self.variant == "batch":
-            return self.loss(emb, y)
+            return self(emb, y)
         # CCP eq. 4.11: samples as anchors, all proxies as references, plus the in-batch term (release: 0.1)
-        loss = self.loss(emb, y, ref_emb=self.references(model), ref_labels=self.anchor_labels)
+        loss = self(emb, y, ref_emb=self.references(model), ref_labels=self.anchor_labels)
         if self.cfg.in_batch_weight > 0:
-            loss = loss + self.cfg.in_batch_weight * self.loss(emb, y)
+            loss = loss + self.cfg.in_batch_weight * self(emb, y)
         if self.lam > 0:
             loss = loss + projection_penalty(trainable(model), self.theta_prev, self.lam)
         return loss

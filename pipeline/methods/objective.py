@@ -20,6 +20,7 @@ class Objective(nn.Module):
     """
 
     diagnostics: list[dict]
+    supports_distributed = True  # pipeline/distributed.py: False where the method cannot run under DDP
 
     def __init__(self, loss: nn.Module, miner: nn.Module | None = None, lr: float | None = None):
         super().__init__()
@@ -27,13 +28,41 @@ class Objective(nn.Module):
         self.miner = miner
         self.lr = lr
         self.diagnostics = []
+        self._global: tuple | None = None  # (loss, miner) over the global batch under DDP (not registered)
 
     def forward(self, embeddings: torch.Tensor, labels: torch.Tensor, ref_emb: torch.Tensor | None = None,
                 ref_labels: torch.Tensor | None = None) -> torch.Tensor:
-        """The loss (after the miner, if any); with ref_emb, over (embedding, reference) pairs only."""
+        """The loss (after the miner, if any); with ref_emb, over (embedding, reference) pairs only.
+        Under DDP the in-batch loss (no ref_emb) covers the global batch (pipeline/distributed.py)."""
+        if ref_emb is None and self._global is not None:
+            loss, miner = self._global
+            return loss(embeddings, labels, miner(embeddings, labels) if miner is not None else None)
         refs = {} if ref_emb is None else {"ref_emb": ref_emb, "ref_labels": ref_labels}
         tuples = self.miner(embeddings, labels, **refs) if self.miner is not None else None
         return self.loss(embeddings, labels, tuples, **refs)
+
+    def distribute(self) -> None:
+        """Gather in-batch terms across ranks with pytorch-metric-learning's wrappers (torchrun / DDP)."""
+        from pytorch_metric_learning.utils.distributed import DistributedLossWrapper, DistributedMinerWrapper
+
+        from pipeline.distributed import DistributedError
+
+        if not self.supports_distributed:
+            raise DistributedError(f"{type(self).__name__}: this method does not support multi-process training")
+        try:
+            loss = DistributedLossWrapper(self.loss)
+            miner = DistributedMinerWrapper(self.miner) if self.miner is not None else None
+        except TypeError as err:
+            raise DistributedError(f"{type(self.loss).__name__}: cannot be gathered across processes ({err})") from err
+        self._global = (loss, miner)
+
+    def average_gradients(self) -> None:
+        """Average this objective's parameter gradients over the ranks (after backward, under DDP);
+        parameters inside the wrapped loss saw world x the loss and are divided once more."""
+        from pipeline.distributed import average_gradients
+
+        inner = {id(p) for p in self.loss.parameters()} if self._global is not None else set()
+        average_gradients([p for p in self.parameters() if p.requires_grad], inner)
 
     def begin(self, ctx) -> None:
         """Called once before training (ctx: pipeline.training.TrainContext)."""

@@ -127,6 +127,8 @@ def build_profs_loss(name: str, cfg, num_classes: int = 0, embedding_dim: int = 
 class PROFSObjective(Objective):
     """One PROFS variant for one loss; see the module docstring."""
 
+    supports_distributed = False  # representative batches and HNCM are built per process
+
     def __init__(self, cfg, loss: str, variant: str, num_classes: int, embedding_dim: int, batch_size: int,
                  images_per_class: int):
         if variant not in PROFS_VARIANTS:
