@@ -38,7 +38,7 @@ def main(params, args):
             run_fold_job(FoldJob(params, args.method, fold, args.data, args.features))
         return
     with ExitStack() as stack:
-        models, logs = (stack.enter_context(atomic_path(p)) for p in (args.out, args.logs))
+        models, logs = (stack.enter_context(atomic_path(p)) for p in (args.out, args.train_logs))
         subproblems = stack.enter_context(atomic_path(args.subproblems)) if args.subproblems else None
         jobs = [FoldJob(params, args.method, fold, args.data, args.features, str(models / f"fold-{fold}"))
                 for fold in folds]
@@ -65,7 +65,8 @@ def configure(p):
     p.add_argument("--data", default="data/prepared")
     p.add_argument("--features", default="data/features")
     p.add_argument("--out", required=True, help="model folder (one fold-<k> folder per fold)")
-    p.add_argument("--logs", required=True, help="folder of per-epoch CSV logs, one per fold (dvc plots)")
+    p.add_argument("--train-logs", required=True, help="folder of per-epoch CSV logs, one per fold (dvc plots); "
+                   "not --logs: torchrun would take that for its --logs-specs")
     p.add_argument("--subproblems", help="folder of CSVs with one row per sub-problem (outer-loop methods)")
 
 

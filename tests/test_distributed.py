@@ -94,3 +94,34 @@ def test_methods_without_multi_process_support_are_refused():
     params = params_from_dict(merge(project_params(), TINY_OVERRIDES))
     with pytest.raises(DistributedError, match="PROFSObjective: this method does not support multi-process"):
         build_objective(params, "ms_profs_hncm", CLASSES, DIM).distribute()
+
+
+def test_the_train_stage_under_torchrun_matches_the_single_process_stage(tmp_path, tiny_dict):
+    """`train.launcher` = torchrun: 2 gloo processes train the folds with DDP, rank 0 writes; the per-epoch
+    validation MAP@R follows the single-process run's (same batches, same steps)."""
+    import subprocess
+    import sys
+
+    import pandas as pd
+
+    from tests.conftest import ROOT, write_params
+
+    params = write_params(tmp_path / "params.yaml", tiny_dict)
+
+    def stage(*argv, launcher=(sys.executable,)):
+        done = subprocess.run([*launcher, "-m", *argv, "--params", str(params)], cwd=ROOT, capture_output=True,
+                              text=True, env={**os.environ, "OMP_NUM_THREADS": "1"})
+        assert done.returncode == 0, done.stderr[-2000:]
+
+    stage("stages.prepare", "--out", str(tmp_path / "prepared"))
+    stage("stages.embed", "--data", str(tmp_path / "prepared"), "--out", str(tmp_path / "features"))
+    common = ["--method", "ms", "--data", str(tmp_path / "prepared"), "--features", str(tmp_path / "features")]
+    stage("stages.train", *common, "--out", str(tmp_path / "single"), "--train-logs", str(tmp_path / "single_logs"))
+    torchrun = (sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node=2")
+    stage("stages.train", *common, "--out", str(tmp_path / "ddp"), "--train-logs", str(tmp_path / "ddp_logs"), launcher=torchrun)
+    for fold in (0, 1):
+        assert (tmp_path / "ddp" / f"fold-{fold}" / "model.pt").is_file()
+        single = pd.read_csv(tmp_path / "single_logs" / f"fold-{fold}.csv")
+        ddp = pd.read_csv(tmp_path / "ddp_logs" / f"fold-{fold}.csv")
+        assert len(ddp) == len(single)
+        assert ddp.val_map_at_r.to_numpy() == pytest.approx(single.val_map_at_r.to_numpy(), abs=1e-4)

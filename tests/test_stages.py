@@ -53,7 +53,7 @@ def test_train_refuses_a_method_not_listed(tmp_path, tiny_dict, prepared):
     (out / "keep").write_text("earlier output")
     params = write_params(tmp_path / "params.yaml", tiny_dict)
     done = run_stage("train", params, "--method", "foo", "--data", str(prepared),
-                     "--out", str(out), "--logs", str(tmp_path / "logs"))
+                     "--out", str(out), "--train-logs", str(tmp_path / "logs"))
     assert done.returncode == 2
     assert done.stderr.strip().splitlines()[-1].startswith(
         "error: params.yaml: method 'foo' is not one of the configured runs (ms, proxy_anchor, c2_loss_proxy, c2_ccp, ms_plain,")
