@@ -104,11 +104,12 @@ def autocast(device: torch.device, amp: str):
     return torch.autocast("cuda", dtype=torch.bfloat16 if amp == "bf16" else torch.float16, enabled=enabled)
 
 
-def _loading(dataset: Dataset, cfg_workers: int, device: torch.device) -> dict:
-    """DataLoader settings: worker processes and pinned memory for images (cached features need neither)."""
+def _loading(dataset: Dataset, workers: int, device: torch.device, persistent: bool = False) -> dict:
+    """DataLoader settings: worker processes and pinned memory for images (cached features need neither);
+    `persistent` keeps the workers between epochs (the training loader, built once per fit)."""
     if isinstance(dataset, TensorDataset):
         return {}
-    return {"num_workers": cfg_workers, "pin_memory": device.type == "cuda", "persistent_workers": cfg_workers > 0}
+    return {"num_workers": workers, "pin_memory": device.type == "cuda", "persistent_workers": persistent and workers > 0}
 
 
 @torch.no_grad()
@@ -129,7 +130,7 @@ def _batches(data: FoldData, cfg: TrainConfig, device: torch.device, objective: 
     from pytorch-metric-learning's MPerClassSampler; under DDP this rank's share of each. Cached features
     (a TensorDataset) are indexed a batch at a time, one tensor operation instead of one per sample; the
     batches are the same either way."""
-    loading = _loading(data.train, cfg.num_workers, device)
+    loading = _loading(data.train, cfg.num_workers, device, persistent=True)
     batches = objective.batch_sampler(data.train_labels, cfg)
     if batches is None:
         batch = cfg.classes_per_batch * cfg.images_per_class

@@ -14,7 +14,7 @@ from pipeline.errors import PipelineError
 
 COLUMNS = ["paper", "table", "dataset", "protocol", "method", "run", "metric", "value", "std", "note"]
 # data.name of a real benchmark -> its name in the papers' tables (issue 8's preparers use these names)
-PAPER_DATASETS = {"cub": "CUB", "cars": "Cars196", "sop": "SOP", "inshop": "In-shop"}
+PAPER_DATASETS = {"cub": "CUB", "cars196": "Cars196", "sop": "SOP", "inshop": "In-shop"}  # data.name -> published.csv
 
 
 class ReferenceError(PipelineError, ValueError):
