@@ -97,8 +97,8 @@ def main():
         synthetic_set(Path(tmp), args.classes, args.per_class)
         manifest = read_manifest(tmp)
         for name in ("bn_inception", "resnet50"):
-            for amp in ("off", "bf16", "fp16"):
-                if amp != "off" and device.type != "cuda":
+            for amp in ("fp32", "bf16", "fp16"):
+                if amp != "fp32" and device.type != "cuda":
                     continue
                 preset = copy.deepcopy(base["presets"]["mlrc"])
                 preset["backbone"].update(name=name, weights="")

@@ -122,8 +122,8 @@ class TrainConfig:
     # finetune-mode augmentation: random crop after zero padding, horizontal flip off for digits
     augment_pad: int = param(2, ge=0)
     num_workers: int = param(0, ge=0)
-    # finetune mode on CUDA: autocast precision (off, fp16 with gradient scaling, bf16)
-    amp: str = param("off", choices=["off", "fp16", "bf16"])
+    # finetune mode on CUDA: autocast precision (fp32 = none, fp16 with gradient scaling, bf16)
+    amp: str = param("fp32", choices=["fp32", "fp16", "bf16"])  # not "off": YAML 1.1 reads that as false
     # the train stages' command (dvc.yaml): python, or torchrun --standalone --nproc_per_node=N for DDP
     launcher: str = param("python")
     # a stage's independent jobs (folds, ablation grid points) run in this many processes (pipeline/parallel.py)

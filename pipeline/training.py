@@ -100,7 +100,7 @@ def make_optimizer(model: torch.nn.Module, objective: Objective, cfg: TrainConfi
 
 def autocast(device: torch.device, amp: str):
     """The forward pass's autocast context: fp16 / bf16 on CUDA when asked, else a no-op."""
-    enabled = device.type == "cuda" and amp != "off"
+    enabled = device.type == "cuda" and amp != "fp32"
     return torch.autocast("cuda", dtype=torch.bfloat16 if amp == "bf16" else torch.float16, enabled=enabled)
 
 
@@ -113,7 +113,7 @@ def _loading(dataset: Dataset, workers: int, device: torch.device, persistent: b
 
 
 @torch.no_grad()
-def embed(model: torch.nn.Module, dataset: Dataset, device: torch.device, num_workers: int = 0, amp: str = "off",
+def embed(model: torch.nn.Module, dataset: Dataset, device: torch.device, num_workers: int = 0, amp: str = "fp32",
           batch_size: int = 512) -> np.ndarray:
     """Embeddings of a whole dataset in eval mode, in dataset order."""
     model.eval()
