@@ -114,3 +114,16 @@ def test_bad_reference_file_is_named(tmp_path, text, message):
     path.write_text(text)
     with pytest.raises(ReferenceError, match=message.replace("(", r"\(").replace(")", r"\)")):
         read_published(path)
+
+
+def test_every_benchmark_maps_to_its_published_rows():
+    """data.name of each real data set names a data set of reference/published.csv (the report attaches
+    the papers' numbers through this mapping)."""
+    from pipeline.config import BENCHMARK_NAMES
+    from pipeline.reporting.reference import paper_dataset
+    from tests.conftest import ROOT
+
+    published = read_published(ROOT / "reference" / "published.csv")
+    for name in BENCHMARK_NAMES:
+        assert (published.dataset == paper_dataset(name)).sum() > 50, name
+    assert paper_dataset("digit_pairs") is None
