@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import signal
 import sys
 from typing import Callable
 
@@ -18,6 +19,9 @@ def run(description: str, configure: Callable[[argparse.ArgumentParser], None], 
     configure(parser)
     args = parser.parse_args()
     configure_logging()
+    # SIGTERM (dvc or a scheduler stopping the stage) unwinds like an error: atomic_path's cleanup runs, so no
+    # temporary folder is left beside the outputs (a directory dependency such as data/models would see it)
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(128 + signal.SIGTERM))
     try:
         body(load_params(args.params), args)
     except (PipelineError, FileNotFoundError) as err:

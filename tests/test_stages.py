@@ -112,3 +112,23 @@ def test_evaluate_names_missing_test_embeddings(tmp_path, tiny_dict):
         f"error: {tmp_path / 'models' / 'ms'}/fold-0/test_embeddings.npz: test embeddings not found "
         "(run the train stage of ms)")
     assert not out.exists() and not (tmp_path / "h.json").exists()
+
+
+def test_a_terminated_stage_leaves_no_temporary_folder(tmp_path, tiny_dict, prepared):
+    import os
+    import signal
+    import time
+
+    params = write_params(tmp_path / "params.yaml", merge(tiny_dict, {"train": {"mode": "finetune", "max_epochs": 50,
+                                                                               "patience": 50}}))
+    (tmp_path / "models").mkdir()
+    proc = subprocess.Popen([sys.executable, "-m", "stages.train", "--params", str(params), "--method", "ms",
+                             "--data", str(prepared), "--out", str(tmp_path / "models" / "ms"),
+                             "--train-logs", str(tmp_path / "logs")], cwd=ROOT, stderr=subprocess.PIPE, text=True)
+    deadline = time.time() + 120
+    while not list((tmp_path / "models").glob(".ms.*.tmp")) and time.time() < deadline and proc.poll() is None:
+        time.sleep(0.2)
+    assert proc.poll() is None, proc.stderr.read()
+    os.kill(proc.pid, signal.SIGTERM)
+    assert proc.wait(timeout=60) == 128 + signal.SIGTERM
+    assert list((tmp_path / "models").iterdir()) == []
