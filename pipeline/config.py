@@ -799,17 +799,25 @@ def _apply_presets(data: dict, source: str) -> tuple[dict, str]:
     presets = data.get("presets") or {}
     if not isinstance(presets, dict):
         raise ParamsError(f"{source}: presets: must be a mapping of preset names to sections")
-    schema = OmegaConf.structured(Params)
+    defaults = Params()
     for name, preset in presets.items():
         key = f"presets.{name}"
         if name not in SETTINGS + BENCHMARK_NAMES:
             raise ParamsError(f"{source}: {key}: unknown preset (valid: {', '.join(SETTINGS + BENCHMARK_NAMES)})")
         if not isinstance(preset, dict) or "presets" in preset or "name" in (preset.get("data") or {}):
             raise ParamsError(f"{source}: {key}: must be a mapping of sections, without presets or data.name")
-        try:
-            OmegaConf.merge(schema, _rename_keywords(preset))
-        except OmegaConfBaseException as err:
-            raise ParamsError(_format_omegaconf_error(err, source, prefix=key + ".")) from err
+        for section, values in _rename_keywords(preset).items():  # each section against its own schema only
+            if not hasattr(defaults, section):
+                raise ParamsError(f"{source}: {key}.{section}: unknown key")
+            schema = getattr(defaults, section)
+            if not dataclasses.is_dataclass(schema):  # seed, baselines: checked when the preset is applied
+                continue
+            if not isinstance(values, dict):
+                raise ParamsError(f"{source}: {key}.{section}: must be a mapping")
+            try:
+                OmegaConf.merge(OmegaConf.structured(type(schema)), values)
+            except OmegaConfBaseException as err:
+                raise ParamsError(_format_omegaconf_error(err, source, prefix=f"{key}.{section}.")) from err
     section = data.get("data") or {}
     name, setting = section.get("name", "digit_pairs"), section.get("setting", "mlrc")
     if name not in BENCHMARK_NAMES or setting not in SETTINGS:

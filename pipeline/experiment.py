@@ -19,8 +19,8 @@ from pipeline.io import write_json
 from pipeline.jobs import FoldJob, FoldOutcome
 from pipeline.methods import build_objective
 from pipeline.models.backbones import build_backbone
-from pipeline.models.transforms import eval_transform, train_transform
 from pipeline.models.embedder import Embedder, build_head
+from pipeline.models.transforms import eval_transform, train_transform
 from pipeline.runs import run_config
 from pipeline.runtime import choose_device, derive_seed, seed_everything
 from pipeline.training import FitResult, FoldData, embed, fit
@@ -87,9 +87,8 @@ def train_fold(params: Params, method: str, fold: int, manifest: Manifest, featu
     objective = build_objective(params, method, len(np.unique(data.train_labels)), params.train.embedding_dim)
     result = fit(model, objective, data, params.train, device, desc=f"{method}-{fold}")
     model.load_state_dict(result.best_state["model"])
-    return RunResult(model, result, objective.diagnostics, embed(model, data.test, device, params.train.num_workers, params.train.amp),
-                     data.test_labels,
-                     manifest.is_query(rows[2]))
+    test_embeddings = embed(model, data.test, device, params.train.num_workers, params.train.amp)
+    return RunResult(model, result, objective.diagnostics, test_embeddings, data.test_labels, manifest.is_query(rows[2]))
 
 
 def train_and_save(job: FoldJob) -> FoldOutcome:

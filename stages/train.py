@@ -14,11 +14,11 @@ from pathlib import Path
 import pandas as pd
 
 from pipeline.config import ParamsError
-from pipeline.runtime import launched_by_torchrun
 from pipeline.io import atomic_path
 from pipeline.jobs import FoldJob, run_fold_job
 from pipeline.parallel import run_jobs
 from pipeline.runs import all_runs
+from pipeline.runtime import launched_by_torchrun
 from stages._common import run
 
 SUBPROBLEM_COLUMNS = ["subproblem", "epochs", "steps", "best_val_map_at_r", "initial_radius_max",

@@ -171,9 +171,9 @@ def _trunk(cfg: BackboneConfig, download_dir: str | Path) -> nn.Module:
         load_weights(model, weights)  # the full classification network, then the classifier goes
     else:
         log.warning("backbone %s: no weights given, using random initialisation", cfg.name)
-    if cfg.name in ("tiny_cnn", "bn_inception"):
-        if cfg.name == "bn_inception":
-            model.last_linear = None
+    if cfg.name == "bn_inception":
+        model.last_linear = None  # the ImageNet classifier was only needed to load the weights
+    if cfg.name in BUILTIN:
         return model
     if hasattr(model, "layer4") and hasattr(model, "avgpool"):  # ResNet family: everything before the pooling
         return nn.Sequential(*[m for name, m in model.named_children() if name not in ("avgpool", "fc")])
