@@ -19,9 +19,12 @@ from concurrent.futures import ProcessPoolExecutor
 from contextlib import contextmanager
 from typing import Callable, Sequence, TypeVar
 
+from pipeline import numerics
+
 Job = TypeVar("Job")
 Result = TypeVar("Result")
-THREAD_VARIABLES = ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS")
+# a spawned worker re-pins its numerics from DML_THREADS when it imports pipeline (pipeline/numerics.py)
+THREAD_VARIABLES = (numerics.THREADS_VARIABLE, *numerics.THREAD_VARIABLES)
 LOG_FORMAT = "%(asctime)s %(name)s: %(message)s"  # the stage CLIs' format (stages/_common.py)
 
 
@@ -32,7 +35,7 @@ def configure_logging() -> None:
 
 @contextmanager
 def _thread_environment(threads: int):
-    """Thread-count variables that torch, OpenMP and the BLAS libraries read when a new process loads them."""
+    """Thread-count variables that a new process pins its libraries to (pipeline/numerics.py)."""
     saved = {k: os.environ.get(k) for k in THREAD_VARIABLES}
     os.environ.update({k: str(threads) for k in THREAD_VARIABLES})
     try:
@@ -48,7 +51,7 @@ def _thread_environment(threads: int):
 def run_jobs(fn: Callable[[Job], Result], jobs: Sequence[Job], workers: int, threads: int,
              desc: str = "jobs") -> list[Result]:
     """``[fn(job) for job in jobs]``, in job order; on ``workers`` spawned processes with ``threads``
-    threads each when workers > 1, else here with the libraries' default thread counts.
+    threads each when workers > 1, else here with this process's thread count (DML_THREADS, pipeline/numerics.py).
 
     `fn` must be a module-level function (it is pickled by name). An exception in a job is raised
     here, with its original type, after the other running jobs finish.

@@ -183,7 +183,9 @@ def write_lanml(params, inputs, out: Path) -> None:
         f"and PCA to {cfg.pca_dims} dims fitted on the training part; hyperparameters and K (1..{cfg.max_k}) chosen "
         f"by {cfg.cv_folds}-fold cross-validation on the training part\n"
         "- accuracy in %, mean ± sample std over the splits; the paper reports the best K on the test part, "
-        "shown in its own column for a like-for-like comparison\n\n"
+        "shown in its own column for a like-for-like comparison\n"
+        "- fit times are wall-clock measurements, so they are not among these reproducible results: the lanml "
+        "stage logs them, and `benchmarks/bench_lanml.py` times LANML- against LMNN\n\n"
         + lanml_markdown(inputs["lanml"], anml_table2(inputs["published"]), params.report.decimals)))
 
 

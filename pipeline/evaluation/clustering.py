@@ -11,16 +11,17 @@ recall = pairs in the same cluster and class / pairs in the same class.
 
 from __future__ import annotations
 
-import faiss
 import numpy as np
 from sklearn.metrics import normalized_mutual_info_score
 from sklearn.metrics.cluster import contingency_matrix
+
+from pipeline.numerics import faiss
 
 
 def kmeans_labels(x: np.ndarray, k: int, seed: int, niter: int = 20, restarts: int = 1) -> np.ndarray:
     """Cluster index of every row from seeded faiss k-means."""
     x = np.ascontiguousarray(x, dtype=np.float32)
-    km = faiss.Kmeans(x.shape[1], k, niter=niter, nredo=restarts, seed=seed, verbose=False,
+    km = faiss().Kmeans(x.shape[1], k, niter=niter, nredo=restarts, seed=seed, verbose=False,
                       max_points_per_centroid=max(256, -(-len(x) // k)))
     km.train(x)
     _, idx = km.index.search(x, 1)

@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
-import faiss
 import numpy as np
 from tqdm import tqdm
+
+from pipeline.numerics import faiss
 
 
 def nearest_neighbours(x: np.ndarray, k: int, chunk: int = 4096, progress: bool = False,
@@ -24,7 +25,7 @@ def nearest_neighbours(x: np.ndarray, k: int, chunk: int = 4096, progress: bool 
         return _gallery_neighbours(x, np.ascontiguousarray(queries, dtype=np.float32), k, chunk, progress)
     if not 1 <= k <= n - 1:
         raise ValueError(f"k={k} must be in 1..{n - 1} for {n} items")
-    index = faiss.IndexFlatL2(x.shape[1])
+    index = faiss().IndexFlatL2(x.shape[1])
     index.add(x)
     out_i = np.empty((n, k), dtype=np.int64)
     out_d = np.empty((n, k), dtype=np.float32)
@@ -47,7 +48,7 @@ def _gallery_neighbours(gallery: np.ndarray, queries: np.ndarray, k: int, chunk:
     """k nearest gallery rows of every query (the sets are disjoint: nothing to exclude); ties by index."""
     if not 1 <= k <= len(gallery):
         raise ValueError(f"k={k} must be in 1..{len(gallery)} for a gallery of {len(gallery)} items")
-    index = faiss.IndexFlatL2(gallery.shape[1])
+    index = faiss().IndexFlatL2(gallery.shape[1])
     index.add(gallery)
     out_i = np.empty((len(queries), k), dtype=np.int64)
     out_d = np.empty((len(queries), k), dtype=np.float32)

@@ -18,7 +18,7 @@ def anml_table2(published: pd.DataFrame) -> pd.DataFrame:
 
 def lanml_markdown(results: list[dict], reference: pd.DataFrame, decimals: int) -> str:
     """One table per data set: ours (K by cross-validation), ours (best K on test, the paper's reading),
-    the paper's value and our best-K-on-test minus the paper, and the mean fit time."""
+    the paper's value and our best-K-on-test minus the paper."""
     f = f".{decimals}f"
     lines = []
     for result in results:
@@ -26,7 +26,7 @@ def lanml_markdown(results: list[dict], reference: pd.DataFrame, decimals: int) 
         lines += [f"## {name} ({result['samples']} samples, {result['features']} features, "
                   f"{result['classes']} classes)", "",
                   "| method | accuracy, K by 5-fold CV | accuracy, best K on test (paper's reading) | paper (ANML Table 2) "
-                  "| difference (best K - paper) | fit time (s) |", "|---|---|---|---|---|---|"]
+                  "| difference (best K - paper) |", "|---|---|---|---|---|"]
         for method, r in result["methods"].items():
             paper = reference[(reference["dataset"] == name) & (reference["method"] == PAPER_NAMES.get(method))]
             acc, best = r["accuracy"], r["accuracy_best_k_on_test"]
@@ -36,8 +36,6 @@ def lanml_markdown(results: list[dict], reference: pd.DataFrame, decimals: int) 
                 paper_text = f"{value:{f}} ± {float(paper['std'].iloc[0]):{f}}"
                 diff = f"{best['mean'] - value:+{f}}"
             lines.append(f"| {method} | {acc['mean']:{f}} ± {acc['std']:{f}} | {best['mean']:{f}} ± {best['std']:{f}} "
-                         f"| {paper_text} | {diff} | {r['fit_seconds']['mean']:.3f} |")
-        if "lmnn_over_lanml_minus_fit_time" in result:
-            lines += ["", f"Fit time LMNN / LANML- (projected gradient): {result['lmnn_over_lanml_minus_fit_time']:.2f}"]
+                         f"| {paper_text} | {diff} |")
         lines.append("")
     return "\n".join(lines)

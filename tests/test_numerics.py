@@ -1,0 +1,93 @@
+"""Pinned CPU numerics (pipeline/numerics.py): the same bytes whatever CPU the libraries think they run on.
+
+A second machine is not needed to show it: the variables below make the libraries take the code paths
+another CPU would (MKL's branch, torch's kernel set, OpenBLAS's core type, numpy's SIMD loops). Unpinned,
+they change the trained models; pinned, the stages' outputs are identical byte for byte.
+"""
+
+import hashlib
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from pipeline import numerics
+from tests.conftest import ROOT, write_params
+
+# two "other CPUs": what the libraries would pick on an older / a different x86-64 machine
+EMULATED_CPUS = {
+    "cpu_a": {"MKL_CBWR": "AVX", "ATEN_CPU_CAPABILITY": "default", "OPENBLAS_CORETYPE": "Sandybridge",
+              "NPY_DISABLE_CPU_FEATURES": "X86_V3"},
+    "cpu_b": {"MKL_CBWR": "AUTO", "ATEN_CPU_CAPABILITY": "avx2", "OPENBLAS_CORETYPE": "Haswell",
+              "NPY_DISABLE_CPU_FEATURES": ""},
+}
+
+
+def test_pin_sets_every_variable_and_the_threads(monkeypatch):
+    monkeypatch.setenv(numerics.THREADS_VARIABLE, "3")
+    monkeypatch.setenv("MKL_CBWR", "AVX512")  # what another CPU (or a user's shell) says is overridden
+    monkeypatch.delenv(numerics.NATIVE_SWITCH, raising=False)
+    numerics.pin()
+    assert all(os.environ[k] == v for k, v in numerics.PINNED.items())
+    assert all(os.environ[k] == "3" for k in numerics.THREAD_VARIABLES)
+    assert numerics.settings()["MKL_CBWR"] == "COMPATIBLE"
+
+
+def test_native_switch_pins_only_the_threads(monkeypatch):
+    monkeypatch.setenv(numerics.NATIVE_SWITCH, "1")
+    monkeypatch.setenv("MKL_CBWR", "AVX2")
+    monkeypatch.delenv(numerics.THREADS_VARIABLE, raising=False)
+    numerics.pin()
+    assert os.environ["MKL_CBWR"] == "AVX2" and os.environ["OMP_NUM_THREADS"] == "1"
+    assert numerics.settings()[numerics.NATIVE_SWITCH] == "1"
+
+
+def test_bad_thread_count_is_named(monkeypatch):
+    monkeypatch.setenv(numerics.THREADS_VARIABLE, "two")
+    with pytest.raises(ValueError, match="DML_THREADS"):
+        numerics.threads()
+
+
+def test_faiss_runs_at_the_generic_simd_level(monkeypatch):
+    monkeypatch.delenv(numerics.NATIVE_SWITCH, raising=False)
+    faiss = numerics.faiss()
+    assert faiss.SIMDConfig.get_level_name() == "NONE"
+
+
+def _run(cmd, cwd, env):
+    done = subprocess.run([sys.executable, "-m", *cmd], cwd=cwd, env=env, capture_output=True, text=True)
+    assert done.returncode == 0, f"{cmd}:\n{done.stderr[-3000:]}"
+
+
+def _digest(folder: Path) -> str:
+    h = hashlib.sha256()
+    for f in sorted(p for p in folder.rglob("*") if p.is_file() and p.suffix in (".npz", ".csv", ".json")):
+        h.update(f.relative_to(folder).as_posix().encode() + f.read_bytes())
+    return h.hexdigest()
+
+
+@pytest.mark.slow
+def test_stages_give_identical_outputs_on_emulated_cpus(tmp_path, tiny_dict):
+    """The train stage (two spawned workers, torch + faiss) and the LANML stage (numpy, scipy, cvxpy's
+    numerics, metric-learn) on a tiny config, under two emulated CPUs, pinned and not."""
+    params = write_params(tmp_path / "params.yaml", tiny_dict)
+    base = {k: v for k, v in os.environ.items() if k not in (*numerics.PINNED, numerics.NATIVE_SWITCH)}
+    base["PYTHONPATH"] = str(ROOT)
+    _run(["stages.prepare", "--params", str(params), "--out", "prepared"], tmp_path, base)
+    _run(["stages.embed", "--params", str(params), "--data", "prepared", "--out", "features"], tmp_path, base)
+    digests = {}
+    for pinned in (True, False):
+        for cpu, variables in EMULATED_CPUS.items():
+            out = tmp_path / f"{cpu}-{'pinned' if pinned else 'native'}"
+            env = {**base, **variables, **({} if pinned else {numerics.NATIVE_SWITCH: "1"})}
+            _run(["stages.train", "--params", str(params), "--method", "c2_ccp", "--data", "prepared",
+                  "--features", "features", "--out", str(out / "models"), "--train-logs", str(out / "logs"),
+                  "--subproblems", str(out / "subproblems")], tmp_path, env)
+            _run(["stages.lanml", "--params", str(params), "--dataset", "iris", "--cache", "uci",
+                  "--out", str(out / "lanml" / "iris.json")], tmp_path, env)
+            digests[pinned, cpu] = (_digest(out / "models"), _digest(out / "logs"), _digest(out / "lanml"))
+    assert digests[True, "cpu_a"] == digests[True, "cpu_b"]
+    # the emulation reaches the kernels: unpinned, the two CPUs train different models
+    assert digests[False, "cpu_a"][0] != digests[False, "cpu_b"][0]
