@@ -1,4 +1,5 @@
-"""The ablation studies as grids of training jobs (one fold each) and the table of their results.
+"""The ablation studies as grids of training jobs (one model each: ``ablation.fold`` with the first of
+``experiment.seeds``) and the table of their results.
 
 - ``ccp``: CCP Fig. 5, #proxy per class x pool size b (b = factor x #proxy, factor 1 = random proxy
   selection), and a sweep of the projection regulariser lambda (eq. 4.10), on ``<ablation.ccp.loss>_ccp``;
@@ -53,7 +54,8 @@ def jobs(params: Params, study: str, data: str, features: str) -> tuple[list[dic
     points = grid(params, study)
     name = method(params, study)
     return ([row for row, _ in points],
-            [FoldJob(p, name, params.ablation.fold, data, features, evaluate=True) for _, p in points])
+            [FoldJob(p, name, params.ablation.fold, data, features, evaluate=True, seed=params.experiment.seeds[0])
+             for _, p in points])
 
 
 def results_table(rows: list[dict], outcomes: list[FoldOutcome]) -> pd.DataFrame:

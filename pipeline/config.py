@@ -47,6 +47,8 @@ class ExperimentConfig:
 
     methods: list[str] = param(["ms", "proxy_anchor"])
     folds: list[int] = param([0, 1, 2, 3])
+    # replicate seeds: every run trains folds x seeds models (pipeline/runs.py model_ids)
+    seeds: list[int] = param([0])
 
 
 BENCHMARK_NAMES = ["cub", "cars196", "sop", "inshop"]  # pipeline/data/benchmarks.py
@@ -447,8 +449,10 @@ class CCPConfig(MethodConfig):
     """CCP (Algorithms 1 and 2) and its ablation variants; see pipeline/methods/ccp.py."""
 
     losses: list[str] = param(CCP_LOSSES, choices=CCP_LOSSES)
-    variants: list[str] = param(["batch", "loss_proxy", "ccp"],
-                                choices=["batch", "loss_proxy", "ccp", "sample_ccp"])
+    # the variants without projections (batch, Loss-Proxy: CCP Fig. 4a), and those of Algorithm 1; two lists so
+    # that dvc.yaml gives each group its own stages and param keys (ccp.lambda reruns only the second)
+    variants: list[str] = param(["batch", "loss_proxy"], choices=["batch", "loss_proxy"])
+    alternating: list[str] = param(["ccp"], choices=["ccp", "sample_ccp"])
     lambda_: float = param(2e-4, ge=0.0)
     zero_lambda_first: bool = param(True)
     proxies_per_class: int = param(4, ge=1)
@@ -505,6 +509,7 @@ class PocConfig:
     hidden: int = param(64, ge=1)
     val_fraction: float = param(0.2, gt=0.0, lt=0.5)
     test_fraction: float = param(0.2, gt=0.0, lt=0.5)
+    seeds: list[int] = param([0, 1, 2, 3, 4])  # replicate seeds of every variant (the claims table's pairs)
 
 
 LANML_DATASETS = ["iris", "wine", "australian", "cars", "ecoli", "german", "glass", "isolet", "monk1", "solar",
@@ -664,11 +669,16 @@ def _check_consistency(p: Params, source: str) -> None:
     folds = p.experiment.folds
     if sorted(folds) != list(range(len(folds))) or len(folds) < 2:
         raise ParamsError(f"{source}: experiment.folds: must be 0..k-1 with k >= 2, got {folds}")
+    seeds = p.experiment.seeds
+    if not seeds or len(set(seeds)) != len(seeds) or min(seeds) < 0:
+        raise ParamsError(f"{source}: experiment.seeds: need one or more distinct seeds >= 0, got {seeds}")
     if any(k < 1 for k in p.eval.recall_at):
         raise ParamsError(f"{source}: eval.recall_at: every K must be >= 1")
     if p.ccp.pool_size < p.ccp.proxies_per_class:
         raise ParamsError(f"{source}: ccp.pool_size: must be >= ccp.proxies_per_class "
                           f"({p.ccp.pool_size} < {p.ccp.proxies_per_class}; Algorithm 2 picks from the pool)")
+    if not p.poc.seeds or len(set(p.poc.seeds)) != len(p.poc.seeds) or min(p.poc.seeds) < 0:
+        raise ParamsError(f"{source}: poc.seeds: need one or more distinct seeds >= 0, got {p.poc.seeds}")
     if p.poc.pool_size < p.poc.proxies_per_class:
         raise ParamsError(f"{source}: poc.pool_size: must be >= poc.proxies_per_class")
     if p.ccp.c2.beta < p.ccp.c2.alpha:
@@ -684,8 +694,8 @@ def _check_consistency(p: Params, source: str) -> None:
     if p.profs.hard_classes >= p.train.classes_per_batch:
         raise ParamsError(f"{source}: profs.hard_classes: must be < train.classes_per_batch "
                           f"({p.profs.hard_classes} >= {p.train.classes_per_batch}; an HNCM batch needs a seed class)")
-    for section in ("ccp", "profs"):
-        for key in ("losses", "variants"):
+    for section, keys in (("ccp", ("losses", "variants", "alternating")), ("profs", ("losses", "variants"))):
+        for key in keys:
             values = getattr(getattr(p, section), key)
             if len(set(values)) != len(values):
                 raise ParamsError(f"{source}: {section}.{key}: duplicate names")

@@ -68,9 +68,10 @@ def image_data(manifest: Manifest, params: Params, rows) -> FoldData:
 
 
 def train_fold(params: Params, method: str, fold: int, manifest: Manifest, features: FeatureCache | None,
-               device: torch.device) -> RunResult:
-    """Build inputs, model and objective, train with early stopping, embed the test set with the best weights."""
-    seed_everything(derive_seed(params.seed, method, fold), device)
+               device: torch.device, seed: int = 0) -> RunResult:
+    """Build inputs, model and objective, train with early stopping, embed the test set with the best weights.
+    Initialisation and batches follow (params.seed, method, fold, replicate seed)."""
+    seed_everything(derive_seed(params.seed, method, fold, seed), device)
     rows = fold_rows(manifest, fold)
     cfg = run_config(params, method)
     if params.train.mode == "frozen":
@@ -96,7 +97,7 @@ def train_and_save(job: FoldJob) -> FoldOutcome:
     params = job.params
     features = FeatureCache.load(f"{job.features}/features.npz") if params.train.mode == "frozen" else None
     result = train_fold(params, job.method, job.fold, read_manifest(job.data), features,
-                        choose_device(params.train.device))
+                        choose_device(params.train.device), job.seed)
     if job.out is not None:
         out = Path(job.out)
         out.mkdir(parents=True)
@@ -104,7 +105,7 @@ def train_and_save(job: FoldJob) -> FoldOutcome:
         with open(out / "test_embeddings.npz", "wb") as fh:
             np.savez(fh, embeddings=result.test_embeddings, labels=result.test_labels, query=result.test_query)
         write_json(out / "summary.json", {
-            "method": job.method, "fold": job.fold, "best_epoch": result.fit.best_epoch,
+            "method": job.method, "fold": job.fold, "seed": job.seed, "best_epoch": result.fit.best_epoch,
             "epochs_run": len(result.fit.history) - 1, "best_val_map_at_r": result.fit.best_val_map_at_r,
             "params": to_dict(run_config(params, job.method)),
         })

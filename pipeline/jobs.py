@@ -10,9 +10,9 @@ from pipeline.config import Params
 
 @dataclass(frozen=True)
 class FoldJob:
-    """Train `method` on `fold` with `params` (inputs from the prepared data and feature cache folders);
-    save the model, test embeddings and a summary into the folder `out` when given; compute every test
-    metric of the fold's embeddings when `evaluate` is set."""
+    """Train `method` on `fold` with replicate `seed` and `params` (inputs from the prepared data and
+    feature cache folders); save the model, test embeddings and a summary into the folder `out` when
+    given; compute every test metric of the model's embeddings when `evaluate` is set."""
 
     params: Params
     method: str
@@ -21,6 +21,7 @@ class FoldJob:
     features: str
     out: str | None = None
     evaluate: bool = False
+    seed: int = 0
 
 
 @dataclass

@@ -7,6 +7,8 @@ same loss, proxies per class and pool size: Loss-Proxy (one proxy-DML trained
 to convergence; the paper observes the proxies of a class coalesce), CCP
 (Algorithm 1: re-initialised proxies, smaller covering radius) and
 sample-based CCP (the paper's 98.06 vs 97.21 MAP@R comparison on MNIST).
+Each variant is trained from every replicate seed of ``poc.seeds`` (the same
+data split), so the comparison has a confidence interval.
 """
 
 from __future__ import annotations
@@ -52,14 +54,23 @@ def digit_splits(seed: int, val_fraction: float, test_fraction: float) -> FoldDa
     return FoldData(*ds("train"), *ds("val"), *ds("test"))
 
 
-def run_poc(params: Params, variant: str, data: FoldData, device: torch.device) -> dict:
-    """Train one variant in 2-D; return training embeddings, proxies, covering radius and test MAP@R."""
+def poc_job(job: tuple) -> dict:
+    """run_poc for job = (params, variant, replicate seed) on the CPU (a module-level function for
+    pipeline/parallel.py)."""
+    params, variant, seed = job
+    data = digit_splits(params.seed, params.poc.val_fraction, params.poc.test_fraction)
+    return run_poc(params, variant, data, torch.device("cpu"), seed)
+
+
+def run_poc(params: Params, variant: str, data: FoldData, device: torch.device, seed: int = 0) -> dict:
+    """Train one variant in 2-D from replicate `seed`; return training embeddings, proxies, covering radius
+    and test MAP@R. The variants of one seed start from the same network."""
     poc = params.poc
     ccp = dataclasses.replace(params.ccp, proxies_per_class=poc.proxies_per_class, pool_size=poc.pool_size,
                               max_subproblems=poc.max_subproblems, embedding_norm="lipschitz")
     train = dataclasses.replace(params.train, embedding_dim=2, head_hidden=poc.hidden, max_epochs=poc.max_epochs,
                                 classes_per_batch=min(params.train.classes_per_batch, 10))
-    seed_everything(derive_seed(params.seed, "poc"))  # the same initial network for both variants
+    seed_everything(derive_seed(params.seed, "poc", seed))  # the same initial network for every variant
     model = Embedder(None, build_head(data.train[0][0].numel(), 2, poc.hidden), "lipschitz")
     objective = CCPObjective(ccp, poc.loss, variant, 10, 2)
     result = fit(model, objective, data, train, device, desc=f"poc-{variant}")

@@ -4,7 +4,8 @@ Runs are named after what they train:
 - baselines: the runs under ``baselines`` in params (a loss, miner, sampler each), of which
   ``experiment.methods`` lists those the pipeline trains;
 - the CCP family ``<loss>_<variant>`` for every loss in ``ccp.losses`` and variant in ``ccp.variants``
-  (``c2_ccp``, ``c2_loss_proxy``, ``c2_batch``...), all configured by the ``ccp`` section;
+  (batch, loss_proxy) and ``ccp.alternating`` (ccp, sample_ccp): ``c2_batch``, ``c2_loss_proxy``, ``c2_ccp``...,
+  all configured by the ``ccp`` section;
 - the PROFS family ``<loss>_<variant>`` for ``profs.losses`` x ``profs.variants``
   (``ms_profs``, ``ms_profs_hncm``, ``ms_plain``...), configured by the ``profs`` section.
 The two families' variant names differ, so a run name says which family it belongs to. This module
@@ -19,7 +20,7 @@ PROFS_VARIANTS = ("plain", "profs", "profs_hncm")
 
 
 def ccp_runs(params) -> list[str]:
-    return [f"{loss}_{variant}" for loss in params.ccp.losses for variant in params.ccp.variants]
+    return [f"{loss}_{variant}" for loss in params.ccp.losses for variant in [*params.ccp.variants, *params.ccp.alternating]]
 
 
 def alternating_ccp_runs(params) -> list[str]:
@@ -49,6 +50,16 @@ def parse_ccp_run(name: str) -> tuple[str, str] | None:
 def parse_profs_run(name: str) -> tuple[str, str] | None:
     """(loss, variant) of a PROFS-family run name, or None."""
     return _parse(name, PROFS_VARIANTS)
+
+
+def model_ids(params) -> list[tuple[int, int]]:
+    """(fold, seed) of every model a run trains: each MLRC fold with each replicate seed, seed by seed."""
+    return [(fold, seed) for seed in params.experiment.seeds for fold in params.experiment.folds]
+
+
+def model_name(fold: int, seed: int) -> str:
+    """A model's folder / log file name (data/models/<run>/<name>, reports/train_logs/<run>/<name>.csv)."""
+    return f"fold-{fold}-seed-{seed}"
 
 
 def run_config(params, name: str):

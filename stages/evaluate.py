@@ -11,17 +11,17 @@ from pathlib import Path
 from pipeline.evaluation.runs import HEADLINE, embeddings_file, evaluate_run
 from pipeline.io import atomic_path, write_json
 from pipeline.parallel import run_jobs
-from pipeline.runs import all_runs
+from pipeline.runs import all_runs, model_ids
 from stages._common import run
 
 
 def main(params, args):
     runs = all_runs(params)
-    jobs = [(str(Path(args.models) / r), r, list(params.experiment.folds), params.eval, params.seed) for r in runs]
-    for path, name, folds, _, _ in jobs:  # fail before any work if a model is missing
-        for fold in folds:
-            if not embeddings_file(path, fold).is_file():
-                raise FileNotFoundError(f"{embeddings_file(path, fold)}: test embeddings not found "
+    jobs = [(str(Path(args.models) / r), r, model_ids(params), params.eval, params.seed) for r in runs]
+    for path, name, models, _, _ in jobs:  # fail before any work if a model is missing
+        for fold, seed in models:
+            if not embeddings_file(path, fold, seed).is_file():
+                raise FileNotFoundError(f"{embeddings_file(path, fold, seed)}: test embeddings not found "
                                         f"(run the train stage of {name})")
     results = run_jobs(evaluate_run, jobs, params.eval.workers, threads=1, desc="evaluate")
     with atomic_path(args.out) as metrics, atomic_path(args.spectra) as spectra:
@@ -35,7 +35,7 @@ def main(params, args):
 
 
 def configure(p):
-    p.add_argument("--models", default="data/models", help="folder with <run>/fold-<k>/test_embeddings.npz")
+    p.add_argument("--models", default="data/models", help="folder with <run>/fold-<k>-seed-<s>/test_embeddings.npz")
     p.add_argument("--out", default="reports/metrics", help="folder of metrics JSON files, one per run")
     p.add_argument("--spectra", default="reports/spectra", help="folder of singular value CSVs, one per run")
     p.add_argument("--headline", default="reports/headline_metrics.json")

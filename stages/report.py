@@ -11,15 +11,16 @@ from pathlib import Path
 
 import pandas as pd
 
-from pipeline import ablation
+from pipeline import ablation, numerics
 from pipeline.config import ParamsError
 from pipeline.io import read_json, write_text
 from pipeline.reporting import comparison, figures, index
+from pipeline.reporting.claims import claims_markdown, claims_table, paper_claims
 from pipeline.reporting.lanml_table import anml_table2, lanml_markdown
 from pipeline.reporting.reference import paper_dataset, read_published
 from pipeline.reporting.subproblems import detail_markdown, read_subproblems, summary_markdown
 from pipeline.reporting.tables import markdown_table, results_frame
-from pipeline.runs import CCP_VARIANTS, all_runs, alternating_ccp_runs, ccp_runs, parse_ccp_run
+from pipeline.runs import CCP_VARIANTS, all_runs, alternating_ccp_runs, ccp_runs, model_ids, parse_ccp_run
 from stages._common import run
 
 FIGURES = ("ccp_proxies_pool", "ccp_lambda", "profs_lambda", "profs_m", "ccp_loss_proxy_vs_ccp",
@@ -41,7 +42,7 @@ def load(params, args) -> dict:
                           f"trained runs ({', '.join(runs)})")
     proxy_runs = [r for r in ccp_runs(params) if parse_ccp_run(r)[1] != "batch"]
     metrics = {r: read_json(_need(Path(args.metrics) / f"{r}.json", "metrics", "run the evaluate stage")) for r in runs}
-    subproblems = read_subproblems(Path(args.subproblems), proxy_runs, params.experiment.folds)
+    subproblems = read_subproblems(Path(args.subproblems), proxy_runs, model_ids(params))
     alternating = alternating_ccp_runs(params)
     return {
         "metrics": metrics,
@@ -72,7 +73,8 @@ def context_lines(params, inputs) -> str:
             f"- test set: {first['num_test_images']} images of {first['num_test_classes']} unseen classes\n"
             f"- backbone: {inputs['info']['description']}\n"
             f"- training mode: {params.train.mode}, embedding {params.train.embedding_dim}-D, "
-            f"{len(params.experiment.folds)} MLRC folds\n")
+            f"{len(params.experiment.folds)} MLRC folds x {len(params.experiment.seeds)} replicate seeds "
+            f"({', '.join(map(str, params.experiment.seeds))})\n")
 
 
 def write_results(params, inputs, out: Path, context: str) -> None:
@@ -86,10 +88,35 @@ def write_results(params, inputs, out: Path, context: str) -> None:
         "(batch: the loss on in-batch pairs; loss_proxy: one proxy-DML, Loss-Proxy of CCP Fig. 4a; "
         "ccp: Algorithm 1; sample_ccp: sample anchors); PROFS family `<loss>_<variant>` (plain: the loss on "
         "ordinary batches; profs: Algorithm 1 with class representatives; profs_hncm: with hard negative class mining)\n"
-        "- metrics in %; separated = mean ± sample std over the fold models; "
-        "concatenated = the folds' L2-normalised embeddings concatenated; best per protocol in bold\n\n")
+        "- metrics in %, mean ± half-width of the 95% t interval; separated: over the fold x seed models; "
+        "concatenated: each seed's fold models' L2-normalised embeddings concatenated, over the seeds; "
+        "best mean per protocol in bold (sample std, and each model's and seed's metrics: results.csv and "
+        "reports/metrics/<run>.json)\n\n")
     write_text(out / "results.md", header + markdown_table(frame, params.eval.recall_at, params.report.decimals))
     write_text(out / "results.csv", frame.to_csv(index=False, float_format="%.4f"))
+
+
+def write_claims(params, inputs, out: Path, context: str) -> pd.DataFrame:
+    """reports/claims.md and .csv: every testable claim of the papers with its paired difference and verdict."""
+    table = claims_table(paper_claims(params.ccp.losses, params.profs.losses), inputs["metrics"], inputs["poc"])
+    counts = table.verdict.value_counts()
+    summary = ", ".join(f"{counts.get(v, 0)} {v}" for v in ("reproduced", "contradicted", "inconclusive", "not run"))
+    models = len(params.experiment.folds) * len(params.experiment.seeds)
+    text = (
+        "# Do the papers' claims hold here?\n\n" + context +
+        f"- each row compares two runs trained on the same {len(params.experiment.folds)} MLRC folds with the same "
+        f"{len(params.experiment.seeds)} replicate seeds: {models} paired models; the difference is claimed-better "
+        "minus base, separated test metric, in points (%); the 2-D proof of concept pairs its variants over "
+        f"{len(params.poc.seeds)} seeds (`poc.seeds`)\n"
+        "- 95% CI: paired t interval over the pairs; verdict on MAP@R: **reproduced** when the interval lies above 0, "
+        "**contradicted** when below 0, **inconclusive** when it contains 0; a claim whose runs are not configured "
+        "is **not run**\n"
+        "- the papers measured these claims on CUB200 / Cars196 / SOP / In-shop (and MNIST for the 2-D case); a "
+        "verdict here is about this data set and these settings, not about theirs\n\n"
+        f"**{summary}** of {len(table)} claims.\n\n" + claims_markdown(table, params.report.decimals))
+    write_text(out / "claims.md", text)
+    write_text(out / "claims.csv", table.to_csv(index=False, float_format="%.4f"))
+    return table
 
 
 def write_comparisons(params, inputs, out: Path, context: str) -> list[str]:
@@ -152,7 +179,7 @@ def write_figures(params, inputs, out: Path) -> None:
                          mark=params.profs.lambda_)
     figures.sweep_figure(profs[profs.sweep == "m"], "m", f"{a.profs.loss}-PROFS: fixed steps per projection M "
                          f"(PROFS Fig. 2), fold {a.fold}", fig / "profs_m.png", xlabel="M (training steps per projection)")
-    variants = [v for v in CCP_VARIANTS if v in params.ccp.variants]
+    variants = [v for v in CCP_VARIANTS if v in [*params.ccp.variants, *params.ccp.alternating]]
     figures.variants_figure(inputs["map_at_r"], list(params.ccp.losses), variants, fig / "ccp_loss_proxy_vs_ccp.png",
                             "Loss on batches vs Loss-Proxy (one proxy-DML) vs CCP (CCP Fig. 4a)")
     figures.steps_figure(inputs["alternating_rows"], fig / "ccp_steps_per_projection.png")
@@ -170,8 +197,8 @@ def write_subproblems(params, inputs, out: Path, context: str) -> None:
             "to its nearest same-class proxy, at the end of the sub-problem; max and mean over classes\n\n"
             "## Summary over folds\n\n" + summary_markdown(rows, decimals))
     if inputs["alternating_runs"] and not rows.empty:
-        text += "\n## Every sub-problem of the first fold\n\n" + "\n".join(
-            detail_markdown(rows, r, params.experiment.folds[0], decimals) for r in inputs["alternating_runs"])
+        text += "\n## Every sub-problem of the first model\n\n" + "\n".join(
+            detail_markdown(rows, r, *model_ids(params)[0], decimals) for r in inputs["alternating_runs"])
     write_text(out / "ccp_subproblems.md", text)
 
 
@@ -189,7 +216,7 @@ def write_lanml(params, inputs, out: Path) -> None:
         + lanml_markdown(inputs["lanml"], anml_table2(inputs["published"]), params.report.decimals)))
 
 
-def write_index(params, inputs, out: Path, context: str, tables: list[str]) -> None:
+def write_index(params, inputs, out: Path, context: str, tables: list[str], claims: pd.DataFrame) -> None:
     poc = inputs["poc"]
     a = params.ablation
     paragraphs = (index.ccp_paragraphs(inputs["ablations"]["ccp"], a.ccp.loss, a.fold)
@@ -201,7 +228,7 @@ def write_index(params, inputs, out: Path, context: str, tables: list[str]) -> N
                       f"of batch / Loss-Proxy / CCP per loss: {fig4a}.")
     ccp_rows = inputs["alternating_rows"]
     if len(ccp_rows):
-        first, last = (ccp_rows.groupby(["run", "fold"]).covering_radius_max.agg(f).mean() for f in ("first", "last"))
+        first, last = (ccp_rows.groupby(["run", "model"]).covering_radius_max.agg(f).mean() for f in ("first", "last"))
         paragraphs.append(
             f"**Steps per projection (CCP Fig. 4b)** — `figures/ccp_steps_per_projection.png`: {len(ccp_rows)} "
             f"sub-problems, median {ccp_rows.steps.median():.0f} steps, {int((ccp_rows.steps <= 50).sum())} of them "
@@ -210,21 +237,27 @@ def write_index(params, inputs, out: Path, context: str, tables: list[str]) -> N
             f"from {first:.3f} after the first sub-problem to {last:.3f} after the last.")
     paragraphs.append(
         f"**2-D proof of concept (CCP Fig. 2)** — `figures/ccp_poc.png`: test MAP@R Loss-Proxy "
-        f"{100 * poc['loss_proxy']['test_map_at_r']:.1f}%, CCP {100 * poc['ccp']['test_map_at_r']:.1f}%, sample-based "
-        f"CCP {100 * poc['sample_ccp']['test_map_at_r']:.1f}%; covering radius of the converged proxies (max) "
-        f"{poc['loss_proxy']['covering_radius_max']:.3f} / {poc['ccp']['covering_radius_max']:.3f} / "
-        f"{poc['sample_ccp']['covering_radius_max']:.3f}.")
+        f"{100 * poc['loss_proxy']['mean']['test_map_at_r']:.1f}%, CCP {100 * poc['ccp']['mean']['test_map_at_r']:.1f}%, sample-based "
+        f"CCP {100 * poc['sample_ccp']['mean']['test_map_at_r']:.1f}%; covering radius of the converged proxies (max) "
+        f"{poc['loss_proxy']['mean']['covering_radius_max']:.3f} / {poc['ccp']['mean']['covering_radius_max']:.3f} / "
+        f"{poc['sample_ccp']['mean']['covering_radius_max']:.3f}.")
     paragraphs.append("**Singular value spectrum (Revisiting section 5)** — `figures/spectrum.png`: ρ(Φ) "
                       + ", ".join(f"{r} {v:.3f}" for r, v in inputs["spectral_decay"].items())
                       + "; the Revisiting paper links lower ρ (a flatter spectrum) to better generalisation.")
     links = "\n".join(f"- [{t}](tables/{t}) (also .csv and .tex beside it)" if not t.startswith("published") else
                       f"- [{t}](tables/{t})" for t in tables)
     figs = "\n".join(f"- [{f}.png](figures/{f}.png)" for f in (*FIGURES, "ccp_poc"))
-    text = (f"# Reports index\n\n## What was run\n\n{context}"
+    verdicts = "\n".join(f"- {r.claim} ({r.source}): **{r.verdict}**" for _, r in claims.iterrows())
+    pinned = ", ".join(f"`{k}={v}`" for k, v in numerics.settings().items())
+    text = (f"# Reports index\n\n## Claims: [claims.md](claims.md) (and claims.csv)\n\n"
+            "Each claim of the papers that this default can test, with the paired difference over the "
+            f"fold x seed models, its 95% interval and a verdict:\n\n{verdicts}\n\n## What was run\n\n{context}"
             f"- params hash: `{index.params_hash(params)}` (SHA-256 of the validated params.yaml; equal hashes, "
             "equal settings)\n"
             f"- runs: {len(inputs['metrics'])} ({', '.join(inputs['metrics'])}); ablations on fold {a.fold}; LANML on "
-            f"{', '.join(params.lanml.datasets)}\n- software: {index.versions()}\n\n"
+            f"{', '.join(params.lanml.datasets)}\n- software: {index.versions()} (installed from requirements-lock.txt)\n"
+            f"- CPU numerics pinned in every stage (pipeline/numerics.py), so the CPU default gives these numbers on any "
+            f"x86-64 CPU: {pinned}\n\n"
             "## Tables\n\n- [results.md](results.md): every metric of every run (and results.csv)\n"
             f"{links}\n- [ccp_subproblems.md](ccp_subproblems.md): CCP sub-problem diagnostics\n"
             "- [lanml.md](lanml.md): LANML on UCI data beside ANML Table 2\n\n"
@@ -238,11 +271,12 @@ def main(params, args):
     out = Path(args.out)
     context = context_lines(params, inputs)
     write_results(params, inputs, out, context)
+    claims = write_claims(params, inputs, out, context)
     tables = write_comparisons(params, inputs, out, context)
     write_figures(params, inputs, out)
     write_subproblems(params, inputs, out, context)
     write_lanml(params, inputs, out)
-    write_index(params, inputs, out, context, tables)
+    write_index(params, inputs, out, context, tables, claims)
 
 
 def configure(p):

@@ -1,10 +1,10 @@
-"""train: one run (a method, or a CCP / PROFS loss x variant) on every MLRC fold.
+"""train: one run (a method, or a CCP / PROFS loss x variant): a model per MLRC fold and replicate seed.
 
-The folds train in ``train.workers`` processes. Writes per fold the best model, the test embeddings
-and a summary, the per-epoch log (dvc plots) and, for outer-loop methods, one diagnostics row per
-sub-problem. Each output folder appears complete or not at all.
+The models train in ``train.workers`` processes. Writes per model (``fold-<k>-seed-<s>``) the best
+weights, the test embeddings and a summary, the per-epoch log (dvc plots) and, for outer-loop methods,
+one diagnostics row per sub-problem. Each output folder appears complete or not at all.
 
-Under torchrun (``train.launcher``), every process trains the folds one after the other with
+Under torchrun (``train.launcher``), every process trains the models one after the other with
 DistributedDataParallel (pipeline/distributed.py) and only rank 0 writes.
 """
 
@@ -17,7 +17,7 @@ from pipeline.config import ParamsError
 from pipeline.io import atomic_path
 from pipeline.jobs import FoldJob, run_fold_job
 from pipeline.parallel import run_jobs
-from pipeline.runs import all_runs
+from pipeline.runs import all_runs, model_ids, model_name
 from pipeline.runtime import launched_by_torchrun
 from stages._common import run
 
@@ -31,27 +31,28 @@ def main(params, args):
     if args.method not in runs:
         raise ParamsError(f"{source}: method {args.method!r} is not one of the configured runs "
                           f"({', '.join(runs)}; see experiment.methods and the ccp and profs losses and variants)")
-    folds = list(params.experiment.folds)
+    models = model_ids(params)
     ranked = launched_by_torchrun()
     if ranked and _join_ranks() != 0:  # the other ranks train alongside rank 0 and write nothing
-        for fold in folds:
-            run_fold_job(FoldJob(params, args.method, fold, args.data, args.features))
+        for fold, seed in models:
+            run_fold_job(FoldJob(params, args.method, fold, args.data, args.features, seed=seed))
         return
     with ExitStack() as stack:
-        models, logs = (stack.enter_context(atomic_path(p)) for p in (args.out, args.train_logs))
+        out, logs = (stack.enter_context(atomic_path(p)) for p in (args.out, args.train_logs))
         subproblems = stack.enter_context(atomic_path(args.subproblems)) if args.subproblems else None
-        jobs = [FoldJob(params, args.method, fold, args.data, args.features, str(models / f"fold-{fold}"))
-                for fold in folds]
+        jobs = [FoldJob(params, args.method, fold, args.data, args.features, str(out / model_name(fold, seed)), seed=seed)
+                for fold, seed in models]
         outcomes = ([run_fold_job(job) for job in jobs] if ranked else
                     run_jobs(run_fold_job, jobs, params.train.workers, params.train.threads_per_worker, desc=args.method))
         for d in (logs, subproblems):
             if d is not None:
                 d.mkdir()
-        for fold, outcome in zip(folds, outcomes):
-            pd.DataFrame(outcome.history).to_csv(logs / f"fold-{fold}.csv", index=False, float_format="%.6f")
+        for (fold, seed), outcome in zip(models, outcomes):
+            name = f"{model_name(fold, seed)}.csv"
+            pd.DataFrame(outcome.history).to_csv(logs / name, index=False, float_format="%.6f")
             if subproblems is not None:
                 table = pd.DataFrame(outcome.diagnostics, columns=SUBPROBLEM_COLUMNS)
-                table.to_csv(subproblems / f"fold-{fold}.csv", index=False, float_format="%.6f")
+                table.to_csv(subproblems / name, index=False, float_format="%.6f")
 
 
 def _join_ranks() -> int:
@@ -64,8 +65,8 @@ def configure(p):
     p.add_argument("--method", required=True)
     p.add_argument("--data", default="data/prepared")
     p.add_argument("--features", default="data/features")
-    p.add_argument("--out", required=True, help="model folder (one fold-<k> folder per fold)")
-    p.add_argument("--train-logs", required=True, help="folder of per-epoch CSV logs, one per fold (dvc plots); "
+    p.add_argument("--out", required=True, help="model folder (one fold-<k>-seed-<s> folder per model)")
+    p.add_argument("--train-logs", required=True, help="folder of per-epoch CSV logs, one per model (dvc plots); "
                    "not --logs: torchrun would take that for its --logs-specs")
     p.add_argument("--subproblems", help="folder of CSVs with one row per sub-problem (outer-loop methods)")
 

@@ -14,16 +14,16 @@ ROOT = Path(__file__).resolve().parents[1]
 
 # A configuration small enough for CPU tests: 16 classes (8 train / 8 test), 2 folds, short training.
 TINY_OVERRIDES = {
-    "experiment": {"methods": ["ms", "proxy_anchor"], "folds": [0, 1]},
+    "experiment": {"methods": ["ms", "proxy_anchor"], "folds": [0, 1], "seeds": [0, 1]},
     "data": {"num_classes": 16, "images_per_class": 8},
     "train": {"embedding_dim": 8, "head_hidden": 16, "classes_per_batch": 2, "images_per_class": 4,
               "steps_per_epoch": 3, "max_epochs": 3, "patience": 2},
     "eval": {"kmeans_niter": 5},
     # zero_lambda_first off: the tiny runs may have a single sub-problem, and ccp.lambda must still act there
-    "ccp": {"losses": ["c2"], "variants": ["loss_proxy", "ccp"], "proxies_per_class": 2, "pool_size": 3,
+    "ccp": {"losses": ["c2"], "variants": ["loss_proxy"], "alternating": ["ccp"], "proxies_per_class": 2, "pool_size": 3,
             "zero_lambda_first": False},
     "profs": {"losses": ["ms"], "variants": ["plain", "profs_hncm"]},
-    "poc": {"max_epochs": 3, "max_subproblems": 2, "hidden": 8},
+    "poc": {"max_epochs": 3, "max_subproblems": 2, "hidden": 8, "seeds": [0, 1]},
     "ablation": {"ccp": {"proxies_per_class": [1, 2], "pool_factors": [1, 2], "lambdas": [0.0, 2e-4]},
                  "profs": {"loss": "ms", "lambdas": [0.0, 1e-3], "m": [5]}},
     "report": {"spectrum_runs": ["ms", "c2_ccp"]},
@@ -59,6 +59,25 @@ def tiny_params(tiny_dict):
 
 def write_params(path: Path, data: dict) -> Path:
     path.write_text(yaml.safe_dump(data, sort_keys=False))
+    return path
+
+
+def write_params_like_dvc(path: Path, overrides: dict) -> Path:
+    """The project's params.yaml with `overrides` set the way `dvc exp run -S` sets them (DVC's own YAML
+    round trip), so the file keeps the project's layout and comments."""
+    from dvc.utils.serialize import modify_yaml
+
+    path.write_text((ROOT / "params.yaml").read_text())
+
+    def assign(node, values):
+        for key, value in values.items():
+            if isinstance(value, dict) and key in node:
+                assign(node[key], value)
+            else:
+                node[key] = value
+
+    with modify_yaml(path) as data:
+        assign(data, overrides)
     return path
 
 

@@ -190,7 +190,8 @@ def test_regulariser_gradient_is_lambda_times_displacement_and_spares_proxies():
     ({"patience": 0}, "params.yaml: ccp.patience: must be >= 1, got 0"),
     ({"lamda": 1e-4}, "params.yaml: ccp.lamda: unknown key"),
     ({"pool_size": 2, "proxies_per_class": 3}, "params.yaml: ccp.pool_size: must be >= ccp.proxies_per_class"),
-    ({"variants": ["ccp", "fancy"]}, "params.yaml: ccp.variants: 'fancy' is not one of"),
+    ({"alternating": ["ccp", "fancy"]}, "params.yaml: ccp.alternating: 'fancy' is not one of"),
+    ({"variants": ["batch", "ccp"]}, "params.yaml: ccp.variants: 'ccp' is not one of"),
 ])
 def test_bad_ccp_params(tiny_dict, override, message):
     with pytest.raises(ParamsError) as err:

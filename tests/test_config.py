@@ -110,3 +110,25 @@ def test_bad_presets_name_the_key(tiny_dict, presets, message):
     data = merge(tiny_dict, {"data": {"name": "cub"}, "presets": presets})
     with pytest.raises(ParamsError, match=message):
         params_from_dict(data)
+
+
+def test_params_yaml_is_written_as_dvc_writes_it(tmp_path):
+    """`dvc exp run -S key=value` rewrites params.yaml through DVC's YAML round trip: the committed file is
+    a fixed point of it, so `git diff params.yaml` after an experiment shows the changed keys only."""
+    from dvc.utils.serialize import modify_yaml
+
+    copy = tmp_path / "params.yaml"
+    copy.write_text((ROOT / "params.yaml").read_text())
+    with modify_yaml(copy):
+        pass
+    assert copy.read_text() == (ROOT / "params.yaml").read_text()
+    for keys, value, changed in ((("ccp", "lambda"), 1e-3, 1), (("baselines", "ms", "loss", "alpha"), 3.0, 1),
+                                 (("presets", "cub", "ccp", "pool_size"), 16, 1)):
+        copy.write_text((ROOT / "params.yaml").read_text())
+        with modify_yaml(copy) as data:
+            node = data
+            for k in keys[:-1]:
+                node = node[k]
+            node[keys[-1]] = value
+        old, new = (ROOT / "params.yaml").read_text().splitlines(), copy.read_text().splitlines()
+        assert len(old) == len(new) and sum(a != b for a, b in zip(old, new)) == changed, keys

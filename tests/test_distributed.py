@@ -27,7 +27,7 @@ def _setup(run: str):
     """The same model, objective, optimiser (plain SGD: the step is the gradient) and global batch."""
     params = params_from_dict(merge(project_params(), merge(TINY_OVERRIDES, {
         "train": {"optimizer": "sgd", "lr": 0.5, "momentum": 0.0, "weight_decay": 0.0, "grad_clip_norm": 0.0},
-        "ccp": {"variants": ["batch", "ccp"]}})))
+        "ccp": {"variants": ["batch"], "alternating": ["ccp"]}})))
     torch.manual_seed(0)
     model = Embedder(None, build_head(IN, DIM, 0), params.ccp.embedding_norm if "ccp" in run or "batch" in run else "l2")
     objective = build_objective(params, run, CLASSES, DIM)
@@ -119,9 +119,9 @@ def test_the_train_stage_under_torchrun_matches_the_single_process_stage(tmp_pat
     stage("stages.train", *common, "--out", str(tmp_path / "single"), "--train-logs", str(tmp_path / "single_logs"))
     torchrun = (sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node=2")
     stage("stages.train", *common, "--out", str(tmp_path / "ddp"), "--train-logs", str(tmp_path / "ddp_logs"), launcher=torchrun)
-    for fold in (0, 1):
-        assert (tmp_path / "ddp" / f"fold-{fold}" / "model.pt").is_file()
-        single = pd.read_csv(tmp_path / "single_logs" / f"fold-{fold}.csv")
-        ddp = pd.read_csv(tmp_path / "ddp_logs" / f"fold-{fold}.csv")
+    for model in ("fold-0-seed-0", "fold-1-seed-0", "fold-0-seed-1", "fold-1-seed-1"):
+        assert (tmp_path / "ddp" / model / "model.pt").is_file()
+        single = pd.read_csv(tmp_path / "single_logs" / f"{model}.csv")
+        ddp = pd.read_csv(tmp_path / "ddp_logs" / f"{model}.csv")
         assert len(ddp) == len(single)
         assert ddp.val_map_at_r.to_numpy() == pytest.approx(single.val_map_at_r.to_numpy(), abs=1e-4)

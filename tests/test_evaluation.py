@@ -165,34 +165,65 @@ def test_map_at_r_helper_matches_full_metrics():
     assert map_at_r(x, y) == pytest.approx(metrics_of(x, y)["map_at_r"])
 
 
-def test_protocol_concatenates_normalised_folds():
+def test_protocol_concatenates_normalised_folds_per_seed():
     x, y = _random_set(4, singletons=0)
+    x2 = _random_set(5, singletons=0)[0]
     cfg = EvalConfig(kmeans_niter=5)
-    folds = [x, x * 10.0]  # same directions: normalised concatenation equals one fold's normalised embedding
-    out = mlrc_protocol(folds, y, cfg, seed=0)
+    # seed 0: same directions, so the normalised concatenation equals one fold's normalised embedding
+    models = {(0, 0): x, (1, 0): x * 10.0, (0, 1): x2, (1, 1): x}
+    out = mlrc_protocol(models, y, cfg, seed=0)
     single = evaluate_embeddings(l2_normalize(x), y, cfg, seed=0)
-    assert out["concatenated"]["map_at_r"] == pytest.approx(single["map_at_r"])
-    assert set(out["separated"]["folds"]) == {"fold_0", "fold_1"}
-    assert out["separated"]["std"]["map_at_r"] >= 0.0
+    con = out["concatenated"]
+    assert con["seeds"]["seed_0"]["map_at_r"] == pytest.approx(single["map_at_r"])
+    assert con["mean"]["map_at_r"] == pytest.approx((con["seeds"]["seed_0"]["map_at_r"]
+                                                     + con["seeds"]["seed_1"]["map_at_r"]) / 2)
+    sep = out["separated"]
+    assert set(sep["models"]) == {"fold_0_seed_0", "fold_1_seed_0", "fold_0_seed_1", "fold_1_seed_1"}
+    values = [m["map_at_r"] for m in sep["models"].values()]
+    assert sep["mean"]["map_at_r"] == pytest.approx(np.mean(values))
+    assert sep["std"]["map_at_r"] == pytest.approx(np.std(values, ddof=1))
+    # 95% t interval with 3 degrees of freedom: t = 3.182446...
+    assert sep["ci95"]["map_at_r"] == pytest.approx(3.1824463 * np.std(values, ddof=1) / 2, rel=1e-6)
 
 
-def test_evaluate_run_reads_the_folds_and_writes_one_spectrum_per_fold(tmp_path, tiny_params):
+def test_mean_interval_by_hand_and_against_scipy():
+    from scipy import stats
+
+    from pipeline.evaluation.intervals import mean_interval
+
+    # values 1, 2, 3, 6: mean 3, s = sqrt(14/3), t(0.975, 3) = 3.182446
+    mean, half = mean_interval([1, 2, 3, 6])
+    assert mean == 3.0 and half == pytest.approx(3.182446 * np.sqrt(14 / 3) / 2, rel=1e-6)
+    a, b = np.array([0.50, 0.52, 0.49, 0.55, 0.51]), np.array([0.53, 0.52, 0.52, 0.58, 0.55])
+    mean, half = mean_interval(b - a)
+    low, high = stats.ttest_rel(b, a).confidence_interval(0.95)
+    assert (mean - half, mean + half) == pytest.approx((low, high), rel=1e-9)
+    assert np.isnan(mean_interval([0.4])[1])
+    with pytest.raises(ValueError):
+        mean_interval([])
+
+
+def test_evaluate_run_reads_the_models_and_writes_one_spectrum_per_model(tmp_path, tiny_params):
     from pipeline.data.manifest import DataError
     from pipeline.evaluation.runs import evaluate_run
 
     rng = np.random.default_rng(0)
     labels = np.repeat(np.arange(4), 5)
-    for fold in (0, 1):
-        (tmp_path / f"fold-{fold}").mkdir()
-        np.savez(tmp_path / f"fold-{fold}" / "test_embeddings.npz", embeddings=rng.normal(size=(20, 3)), labels=labels)
-    result, spectra = evaluate_run((str(tmp_path), "x", [0, 1], tiny_params.eval, 0))
+    models = [(0, 0), (1, 0), (0, 3), (1, 3)]
+    for fold, seed in models:
+        (tmp_path / f"fold-{fold}-seed-{seed}").mkdir()
+        np.savez(tmp_path / f"fold-{fold}-seed-{seed}" / "test_embeddings.npz", embeddings=rng.normal(size=(20, 3)),
+                 labels=labels)
+    result, spectra = evaluate_run((str(tmp_path), "x", models, tiny_params.eval, 0))
     assert result["num_test_images"] == 20 and result["num_test_classes"] == 4
-    assert set(result["separated"]["folds"]) == {"fold_0", "fold_1"}
-    assert spectra.groupby("fold").singular_value.sum().round(12).tolist() == [1.0, 1.0]
-    assert spectra["index"].tolist() == [1, 2, 3, 1, 2, 3]
-    np.savez(tmp_path / "fold-1" / "test_embeddings.npz", embeddings=rng.normal(size=(20, 3)), labels=labels[::-1])
-    with pytest.raises(DataError, match="test labels differ from fold 0's"):
-        evaluate_run((str(tmp_path), "x", [0, 1], tiny_params.eval, 0))
+    assert result["folds"] == [0, 1] and result["seeds"] == [0, 3]
+    assert set(result["separated"]["models"]) == {"fold_0_seed_0", "fold_1_seed_0", "fold_0_seed_3", "fold_1_seed_3"}
+    assert set(result["concatenated"]["seeds"]) == {"seed_0", "seed_3"}
+    assert spectra.groupby(["fold", "seed"]).singular_value.sum().round(12).tolist() == [1.0] * 4
+    assert spectra["index"].tolist() == [1, 2, 3] * 4
+    np.savez(tmp_path / "fold-1-seed-3" / "test_embeddings.npz", embeddings=rng.normal(size=(20, 3)), labels=labels[::-1])
+    with pytest.raises(DataError, match="test labels differ from fold-0-seed-0's"):
+        evaluate_run((str(tmp_path), "x", models, tiny_params.eval, 0))
 
 
 @pytest.mark.parametrize("seed", [0, 1])

@@ -10,7 +10,8 @@ from pathlib import Path
 import pytest
 import yaml
 
-from tests.conftest import ROOT, TINY_OVERRIDES, merge, project_params
+from pipeline.reporting.names import label
+from tests.conftest import ROOT, TINY_OVERRIDES, write_params_like_dvc
 
 pytestmark = pytest.mark.slow
 DVC = [sys.executable, "-m", "dvc"]
@@ -34,7 +35,7 @@ def repo(tmp_path_factory):
     for name in ("pipeline", "stages", "reference"):
         shutil.copytree(ROOT / name, repo / name, ignore=shutil.ignore_patterns("__pycache__"))
     shutil.copy(ROOT / "dvc.yaml", repo)
-    (repo / "params.yaml").write_text(yaml.safe_dump(merge(project_params(), TINY_OVERRIDES), sort_keys=False))
+    write_params_like_dvc(repo / "params.yaml", TINY_OVERRIDES)
     sh(["git", "init", "-q"], repo)
     sh(["git", "config", "user.email", "test@example.com"], repo)
     sh(["git", "config", "user.name", "test"], repo)
@@ -53,17 +54,17 @@ FIGURES = ("ccp_proxies_pool", "ccp_lambda", "profs_lambda", "profs_m", "ccp_los
 def test_repro_builds_every_output(repo):
     out = sh(DVC + ["repro"], repo)
     expected = {"prepare", "embed", "poc", "report", "lanml@iris", "evaluate", "train@ms", "train@proxy_anchor",
-                "train_ccp@c2-loss_proxy",
+                "train_ccp_base@c2-loss_proxy",
                 "train_ccp@c2-ccp", "train_profs@ms-plain", "train_profs@ms-profs_hncm", "ablation@ccp",
                 "ablation@profs"}
     assert stages_run(out) == expected
     reports = repo / "reports"
     results = (reports / "results.md").read_text()
-    assert "c2_ccp, fold 0" in (reports / "ccp_subproblems.md").read_text()
+    assert "c2_ccp, fold 0, seed 0" in (reports / "ccp_subproblems.md").read_text()
     for method in RUNS:
-        assert f"| {method} | separated-8D |" in results and f"| {method} | concatenated-16D |" in results
-        for fold in (0, 1):  # the folds trained in two worker processes, one log each
-            assert (reports / "train_logs" / method / f"fold-{fold}.csv").read_text().startswith("epoch,")
+        assert f"| {label(method)} | separated-8D |" in results and f"| {label(method)} | concatenated-16D |" in results
+        for fold, seed in ((0, 0), (1, 0), (0, 1), (1, 1)):  # folds x seeds trained in two worker processes
+            assert (reports / "train_logs" / method / f"fold-{fold}-seed-{seed}.csv").read_text().startswith("epoch,")
     assert "pixels (raw grey intensities" in results
     for name in FIGURES:
         assert (reports / "figures" / f"{name}.png").stat().st_size > 10_000, name
@@ -74,6 +75,13 @@ def test_repro_builds_every_output(repo):
     assert "no paper reports this data set" in (reports / "tables" / "mlrc_digit_pairs.md").read_text()
     index = (reports / "README.md").read_text()
     assert "params hash" in index and "**#proxy x pool size (CCP Fig. 5)**" in index
+    assert index.index("claims.md") < index.index("## What was run") and "MKL_CBWR=COMPATIBLE" in index
+    claims = (reports / "claims.md").read_text()
+    assert "C2-CCP (`c2_ccp`)" in claims and "4 paired models" in claims
+    for pair in ("C2-Loss-Proxy (`c2_loss_proxy`) → C2-CCP (`c2_ccp`)", "MS (plain) (`ms_plain`) → MS-PROFS (`ms_profs`)",
+                 "ccp → sample_ccp (2-D proof of concept)"):
+        assert pair in claims, pair
+    assert "**not run**" in claims  # the tiny config trains no batch run, no ANML pair: listed, not dropped
     assert all(f"figures/{name}.png" in index for name in FIGURES)
     assert len((reports / "ablations" / "ccp.csv").read_text().splitlines()) == 1 + 4 + 2
     lanml = (reports / "lanml.md").read_text()
@@ -104,8 +112,10 @@ def test_ccp_lambda_changes_only_ccp_rows_and_figures(repo):
     before = _snapshot(repo)
     out = sh(DVC + ["exp", "run", "-S", "ccp.lambda=3e-2"], repo)
     ran = stages_run(out)
-    assert {"train_ccp@c2-ccp", "ablation@ccp", "poc", "report"} <= ran
-    assert not any(s.startswith(("train@", "train_profs", "ablation@profs", "prepare", "embed", "lanml")) for s in ran)
+    assert ran == {"train_ccp@c2-ccp", "ablation@ccp", "poc", "evaluate", "report"}  # not Loss-Proxy: no lambda there
+    diff = sh(["git", "diff", "--unified=0", "params.yaml"], repo)
+    assert [line for line in diff.splitlines() if line[:1] in "+-" and line[:3] not in ("+++", "---")] == [
+        "-  lambda: 0.0002", "+  lambda: 0.03"]  # the one key, nothing else rewritten
     after = _snapshot(repo)
     changed_rows = {k for k in before["rows"] if before["rows"][k] != after["rows"][k]}
     assert changed_rows and all(k.startswith("c2_ccp") for k in changed_rows)  # loss_proxy has no lambda

@@ -9,10 +9,11 @@ from pipeline.reporting import comparison
 from pipeline.reporting.reference import COLUMNS, ReferenceError, read_published
 
 
-def fake_metrics(value: float, std: float = 0.01, concat: float | None = None) -> dict:
+def fake_metrics(value: float, std: float = 0.01, concat: float | None = None, concat_std: float = 0.03) -> dict:
     keys = ("precision_at_1", "r_precision", "map_at_r", "recall_at_1", "nmi", "f1")
     return {"separated": {"mean": {k: value for k in keys}, "std": {k: std for k in keys}},
-            "concatenated": {k: value if concat is None else concat for k in keys}}
+            "concatenated": {"mean": {k: value if concat is None else concat for k in keys},
+                             "std": {k: concat_std for k in keys}}}
 
 
 def published_rows(rows: list[dict]) -> pd.DataFrame:
@@ -21,11 +22,11 @@ def published_rows(rows: list[dict]) -> pd.DataFrame:
     return pd.DataFrame([{**base, **r} for r in rows], columns=COLUMNS)
 
 
-def test_measured_values_are_percent_with_std_for_separated_only():
-    table = comparison.measured({"a": fake_metrics(0.5, 0.02, concat=0.6)}, comparison.MLRC)
+def test_measured_values_are_percent_with_std_over_models_and_seeds():
+    table = comparison.measured({"a": fake_metrics(0.5, 0.02, concat=0.6, concat_std=0.03)}, comparison.MLRC)
     sep = table[table.column == "separated:map_at_r"].iloc[0]
     con = table[table.column == "concatenated:map_at_r"].iloc[0]
-    assert (sep.value, sep["std"], con.value) == (50.0, 2.0, 60.0) and np.isnan(con["std"])
+    assert (sep.value, sep["std"], con.value, con["std"]) == (50.0, 2.0, 60.0, 3.0)
 
 
 def test_published_value_and_difference_only_on_the_papers_data_set():
@@ -44,11 +45,11 @@ def test_published_value_and_difference_only_on_the_papers_data_set():
 def test_render_marks_the_best_run_and_shows_paper_columns_when_there_are_any():
     table = comparison.measured({"a": fake_metrics(0.5), "b": fake_metrics(0.7)}, comparison.MLRC)
     plain = comparison.render(comparison.attach_published(table, published_rows([]), None, "mlrc"), comparison.MLRC, 1)
-    assert "| b | **70.0 ± 1.0** |" in plain and "| a | 50.0 ± 1.0 |" in plain and "paper" not in plain
+    assert "| b (`b`) | **70.0 ± 1.0** |" in plain and "| a (`a`) | 50.0 ± 1.0 |" in plain and "paper" not in plain
     published = published_rows([{"run": "a", "value": 45.0}])
     with_paper = comparison.render(comparison.attach_published(table, published, "CUB", "mlrc"), comparison.MLRC, 1)
     assert "| MAP@R (sep.) | MAP@R paper | Δ |" in with_paper.splitlines()[0]
-    row_a = next(line for line in with_paper.splitlines() if line.startswith("| a |"))
+    row_a = next(line for line in with_paper.splitlines() if line.startswith("| a (`a`) |"))
     assert "| 50.0 ± 1.0 | 45.0 | +5.0 |" in row_a and row_a.endswith("| CCP T |")
     latex = comparison.render(comparison.attach_published(table, published, None, "mlrc"), comparison.MLRC, 1, latex=True)
     assert r"\textbf{70.0 $\pm$ 1.0}" in latex and latex.startswith(r"\begin{tabular}{lrrrrrr}")
@@ -58,7 +59,7 @@ def test_latex_escapes_run_names():
     table = comparison.measured({"c2_ccp": fake_metrics(0.5)}, comparison.MLRC)
     latex = comparison.render(comparison.attach_published(table, published_rows([]), None, "mlrc"), comparison.MLRC, 1,
                               latex=True)
-    assert r"c2\_ccp &" in latex
+    assert r"C2-CCP (c2\_ccp) &" in latex
 
 
 def test_rank_agreement_matches_scipy():

@@ -109,7 +109,7 @@ def test_evaluate_names_missing_test_embeddings(tmp_path, tiny_dict):
                      "--out", str(out), "--spectra", str(tmp_path / "spectra"), "--headline", str(tmp_path / "h.json"))
     assert done.returncode == 2
     assert done.stderr.strip().splitlines()[-1] == (
-        f"error: {tmp_path / 'models' / 'ms'}/fold-0/test_embeddings.npz: test embeddings not found "
+        f"error: {tmp_path / 'models' / 'ms'}/fold-0-seed-0/test_embeddings.npz: test embeddings not found "
         "(run the train stage of ms)")
     assert not out.exists() and not (tmp_path / "h.json").exists()
 

@@ -1,8 +1,10 @@
-"""Evaluation of one embedding, and the MLRC Separated / Concatenated protocol.
+"""Evaluation of one embedding, and the MLRC Separated / Concatenated protocol over replicate seeds.
 
-MLRC (CCP section 5.1): Separated = each fold's model evaluated alone, mean
-and std over the folds (sample std, ddof = 1); Concatenated = the folds'
-L2-normalised embeddings concatenated into one (e.g. 4 x 128 = 512-D).
+MLRC (CCP section 5.1): Separated = each fold's model evaluated alone; Concatenated = the folds'
+L2-normalised embeddings concatenated into one (e.g. 4 x 128 = 512-D). With several replicate seeds
+(experiment.seeds) a run has folds x seeds models: Separated summarises every model (mean, sample std
+with ddof = 1, half-width of the 95% t interval), and Concatenated is measured once per seed (that
+seed's folds concatenated) and summarised over the seeds the same way.
 """
 
 from __future__ import annotations
@@ -11,6 +13,7 @@ import numpy as np
 
 from pipeline.config import EvalConfig
 from pipeline.evaluation.clustering import clustering_metrics
+from pipeline.evaluation.intervals import mean_interval
 from pipeline.evaluation.knn import nearest_neighbours
 from pipeline.evaluation.retrieval import neighbour_depth, retrieval_metrics
 from pipeline.evaluation.spectrum import spectral_decay
@@ -38,15 +41,30 @@ def l2_normalize(x: np.ndarray) -> np.ndarray:
     return x / np.maximum(norm, 1e-12)
 
 
-def mlrc_protocol(fold_embeddings: list[np.ndarray], labels: np.ndarray, cfg: EvalConfig, seed: int,
+def summarise(results: dict[str, dict]) -> dict:
+    """mean, std (ddof = 1; 0 for one value) and ci95 (half-width; NaN for one value) of every metric."""
+    values = list(results.values())
+    keys = [k for k in values[0] if k != "num_queries"]
+    out = {"mean": {}, "std": {}, "ci95": {}}
+    for k in keys:
+        column = [m[k] for m in values]
+        out["mean"][k], out["ci95"][k] = mean_interval(column)
+        out["std"][k] = float(np.std(column, ddof=1)) if len(column) > 1 else 0.0
+    return out
+
+
+def model_key(fold: int, seed: int) -> str:
+    return f"fold_{fold}_seed_{seed}"
+
+
+def mlrc_protocol(embeddings: dict[tuple[int, int], np.ndarray], labels: np.ndarray, cfg: EvalConfig, seed: int,
                   query: np.ndarray | None = None) -> dict:
-    """Separated (per fold, mean, std) and Concatenated metrics."""
-    per_fold = [evaluate_embeddings(x, labels, cfg, seed, query) for x in fold_embeddings]
-    keys = [k for k in per_fold[0] if k != "num_queries"]
-    separated = {
-        "mean": {k: float(np.mean([m[k] for m in per_fold])) for k in keys},
-        "std": {k: float(np.std([m[k] for m in per_fold], ddof=1)) if len(per_fold) > 1 else 0.0 for k in keys},
-        "folds": {f"fold_{k}": m for k, m in enumerate(per_fold)},
-    }
-    concatenated = evaluate_embeddings(np.hstack([l2_normalize(x) for x in fold_embeddings]), labels, cfg, seed, query)
-    return {"separated": separated, "concatenated": concatenated}
+    """Separated (every (fold, seed) model, summarised) and Concatenated (per replicate seed, summarised)
+    metrics of the test embeddings of a run's models, keyed by (fold, replicate seed)."""
+    per_model = {model_key(f, s): evaluate_embeddings(x, labels, cfg, seed, query) for (f, s), x in embeddings.items()}
+    per_seed = {}
+    for s in dict.fromkeys(s for _, s in embeddings):
+        folds = [x for (_, s2), x in embeddings.items() if s2 == s]
+        per_seed[f"seed_{s}"] = evaluate_embeddings(np.hstack([l2_normalize(x) for x in folds]), labels, cfg, seed, query)
+    return {"separated": {**summarise(per_model), "models": per_model},
+            "concatenated": {**summarise(per_seed), "seeds": per_seed}}

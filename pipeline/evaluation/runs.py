@@ -10,34 +10,38 @@ import pandas as pd
 from pipeline.data.manifest import DataError
 from pipeline.evaluation.protocol import mlrc_protocol
 from pipeline.evaluation.spectrum import singular_value_spectrum
+from pipeline.runs import model_name
 
 HEADLINE = ("map_at_r", "precision_at_1", "r_precision")  # separated means, listed by dvc metrics / exp show
 
 
-def embeddings_file(run_folder: str | Path, fold: int) -> Path:
-    """Where the train stage saves a fold model's test embeddings."""
-    return Path(run_folder) / f"fold-{fold}" / "test_embeddings.npz"
+def embeddings_file(run_folder: str | Path, fold: int, seed: int) -> Path:
+    """Where the train stage saves a model's test embeddings."""
+    return Path(run_folder) / model_name(fold, seed) / "test_embeddings.npz"
 
 
 def evaluate_run(job: tuple) -> tuple[dict, pd.DataFrame]:
-    """(metrics, spectra) of run folder `path` = job[0]: MLRC Separated and Concatenated metrics with the
-    test set's size, and the normalised singular values of each fold's test embeddings."""
-    path, name, folds, cfg, seed = job
-    embeddings, labels, query = [], None, None
-    for fold in folds:
-        file = embeddings_file(path, fold)
+    """(metrics, spectra) of run folder `path` = job[0] with models `models` = job[2], (fold, seed) pairs:
+    MLRC Separated and Concatenated metrics with the test set's size, and the normalised singular values
+    of each model's test embeddings."""
+    path, name, models, cfg, seed = job
+    embeddings, labels, query = {}, None, None
+    for fold, s in models:
+        file = embeddings_file(path, fold, s)
         with np.load(file) as z:
             if labels is not None and not np.array_equal(labels, z["labels"]):
-                raise DataError(f"{file}: test labels differ from fold {folds[0]}'s")
-            embeddings.append(z["embeddings"])
+                raise DataError(f"{file}: test labels differ from {model_name(*models[0])}'s")
+            embeddings[fold, s] = z["embeddings"]
             labels = z["labels"]
             query = z["query"] if "query" in z.files else None
     result = mlrc_protocol(embeddings, labels, cfg, seed, query)
+    result["folds"] = sorted({f for f, _ in models})
+    result["seeds"] = list(dict.fromkeys(s for _, s in models))
     result["num_test_images"] = int(len(labels))
     result["num_test_classes"] = int(len(np.unique(labels)))
     if query is not None and query.any():
         result["num_query_images"] = int(query.sum())
-    spectra = pd.concat([pd.DataFrame({"fold": fold, "index": np.arange(1, x.shape[1] + 1),
+    spectra = pd.concat([pd.DataFrame({"fold": fold, "seed": s, "index": np.arange(1, x.shape[1] + 1),
                                        "singular_value": singular_value_spectrum(x)})
-                         for fold, x in zip(folds, embeddings)])
+                         for (fold, s), x in embeddings.items()])
     return result, spectra

@@ -13,7 +13,7 @@ current weights, as in the release) and the proxies are re-initialised by
 greedy K-center (Algorithm 2), seeded by the converged proxies. Training ends
 by the loop's usual early stopping or after ``ccp.max_subproblems``.
 
-Variants (``ccp.variants``):
+Variants (``ccp.variants``: batch, loss_proxy; ``ccp.alternating``: ccp, sample_ccp):
 - ``ccp``: the above;
 - ``loss_proxy``: one sub-problem, never re-initialised (Loss-Proxy, Fig. 4a);
 - ``sample_ccp``: the anchors are real samples picked by K-center, embedded

@@ -1,8 +1,9 @@
 """Comparison tables: measured runs beside the papers' numbers, as markdown, CSV and LaTeX.
 
 Two protocols, one table each per data set:
-- MLRC: P@1, R-precision, MAP@R, Separated (mean +- std over the fold models) and Concatenated;
-- conventional metrics: R@K, NMI, F1 of the fold models (mean +- std). The papers' conventional numbers
+- MLRC: P@1, R-precision, MAP@R, Separated (mean +- std over the fold x seed models) and Concatenated
+  (mean +- std over the seeds, each seed's folds concatenated);
+- conventional metrics: R@K, NMI, F1 of the fold x seed models (mean +- std). The papers' conventional numbers
   come from one model trained on all training classes at 512-D; ours are the MLRC fold models, so even on
   the same data set the comparison is approximate, and the table says so.
 A published value sits beside a measured row only when the data set is the one the paper measured. On
@@ -16,6 +17,8 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 from scipy.stats import spearmanr
+
+from pipeline.reporting.names import label
 
 MLRC = [(f"{protocol}:{metric}", title) for protocol in ("separated", "concatenated")
         for metric, title in (("precision_at_1", "P@1"), ("r_precision", "R-precision"), ("map_at_r", "MAP@R"))]
@@ -32,10 +35,7 @@ def measured(metrics: dict[str, dict], columns: list[tuple[str, str]]) -> pd.Dat
     for run, m in metrics.items():
         for column, _ in columns:
             protocol, metric = column.split(":")
-            if protocol == "separated":
-                value, std = m["separated"]["mean"][metric], m["separated"]["std"][metric]
-            else:
-                value, std = m["concatenated"][metric], float("nan")
+            value, std = m[protocol]["mean"][metric], m[protocol]["std"][metric]
             rows.append({"run": run, "column": column, "value": 100 * value, "std": 100 * std})
     return pd.DataFrame(rows, columns=["run", "column", "value", "std"])
 
@@ -85,7 +85,7 @@ def render(table: pd.DataFrame, columns: list[tuple[str, str]], decimals: int, l
     lines = []
     for run, rows in table.groupby("run", sort=False):
         rows = rows.set_index("column")
-        cells, sources = [run.replace("_", r"\_") if latex else run], set()
+        cells, sources = [label(run, latex)], set()
         for column, _ in columns:
             r = rows.loc[column]
             text = _cell(r.value, r["std"], decimals)

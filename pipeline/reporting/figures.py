@@ -85,7 +85,7 @@ def sweep_figure(table, x: str, title: str, path: Path, series: str | None = Non
 
 
 def variants_figure(frame, losses: list[str], variants: list[str], path: Path, title: str) -> None:
-    """Separated MAP@R (mean +- std over folds) of each loss x variant as grouped bars (CCP Fig. 4a)."""
+    """Separated MAP@R (mean +- std over the fold x seed models) of each loss x variant as grouped bars (CCP Fig. 4a)."""
     fig, ax = plt.subplots(figsize=(7.0, 4.6))
     width = 0.8 / len(variants)
     for j, variant in enumerate(variants):
@@ -96,7 +96,7 @@ def variants_figure(frame, losses: list[str], variants: list[str], path: Path, t
             ax.text(x, r.value + r["std"] + 0.3, f"{r.value:.1f}", ha="center", fontsize=7)
     ax.set_xticks(range(len(losses)), [loss.upper() for loss in losses])
     ax.set_xlabel("loss")
-    ax.set_ylabel("MAP@R, separated (%), mean ± std over folds")
+    ax.set_ylabel("MAP@R, separated (%), mean ± std over fold x seed models")
     ax.set_title(title, fontsize=10)
     ax.legend(title="variant", fontsize=8)
     ax.grid(axis="y", alpha=0.3)
@@ -110,7 +110,7 @@ def _nothing_to_show(path: Path, text: str) -> None:
     _save(fig, path)
 
 
-NO_ALTERNATING_RUN = "no CCP run with re-initialised proxies (variant ccp or sample_ccp) in ccp.variants"
+NO_ALTERNATING_RUN = "no CCP run with re-initialised proxies (variant ccp or sample_ccp) in ccp.alternating"
 
 
 def steps_figure(rows, path: Path) -> None:
@@ -129,7 +129,7 @@ def steps_figure(rows, path: Path) -> None:
 
 
 def subproblems_figure(rows, path: Path) -> None:
-    """Covering radius (max over classes) and best validation MAP@R per sub-problem, mean over folds."""
+    """Covering radius (max over classes) and best validation MAP@R per sub-problem, mean over the models."""
     if rows.empty:
         return _nothing_to_show(path, NO_ALTERNATING_RUN)
     fig, (left, right) = plt.subplots(1, 2, figsize=(11.0, 4.4))
@@ -140,11 +140,11 @@ def subproblems_figure(rows, path: Path) -> None:
         right.plot(mean.index, 100 * mean.best_val_map_at_r, "o-", label=run)
     left.set_xlabel("sub-problem (projection) index")
     left.set_ylabel("covering radius, max over classes")
-    left.set_title("Covering radius over sub-problems (CCP Prop. 4.2),\nmean over the folds that reach the index",
+    left.set_title("Covering radius over sub-problems (CCP Prop. 4.2),\nmean over the models that reach the index",
                    fontsize=10)
     right.set_xlabel("sub-problem (projection) index")
     right.set_ylabel("best validation MAP@R in the sub-problem (%)")
-    right.set_title("Validation MAP@R over sub-problems,\nmean over the folds that reach the index", fontsize=10)
+    right.set_title("Validation MAP@R over sub-problems,\nmean over the models that reach the index", fontsize=10)
     for ax in (left, right):
         ax.grid(alpha=0.3)
         ax.legend(fontsize=7)
@@ -152,7 +152,7 @@ def subproblems_figure(rows, path: Path) -> None:
 
 
 def spectrum_figure(spectra: dict, decay: dict, path: Path) -> None:
-    """Normalised singular values of the test embeddings (mean over folds) per run, log scale
+    """Normalised singular values of the test embeddings (mean over the models) per run, log scale
     (Revisiting section 5 and its Fig. 8); rho(Phi) in the legend."""
     fig, ax = plt.subplots(figsize=(7.0, 4.6))
     for run, values in spectra.items():
@@ -161,7 +161,7 @@ def spectrum_figure(spectra: dict, decay: dict, path: Path) -> None:
     ax.set_xlabel("singular value index (largest first)")
     ax.set_ylabel("normalised singular value (sums to 1)")
     ax.set_title("Singular value spectrum of the test embeddings (Revisiting section 5, main paper Fig. 8),\n"
-                 "mean over folds", fontsize=10)
+                 "mean over the models", fontsize=10)
     ax.grid(alpha=0.3, which="both")
     ax.legend(fontsize=8)
     _save(fig, path)

@@ -6,34 +6,37 @@ from pathlib import Path
 
 import pandas as pd
 
+from pipeline.runs import model_name
 
-def read_subproblems(folder: Path, runs: list[str], folds: list[int]) -> pd.DataFrame:
-    """All sub-problem rows of the given runs and folds, with `run` and `fold` columns."""
+
+def read_subproblems(folder: Path, runs: list[str], models: list[tuple[int, int]]) -> pd.DataFrame:
+    """All sub-problem rows of the given runs and (fold, seed) models, with `run`, `fold`, `seed` and
+    `model` columns."""
     frames = []
     for run in runs:
-        for fold in folds:
-            path = folder / run / f"fold-{fold}.csv"
+        for fold, seed in models:
+            path = folder / run / f"{model_name(fold, seed)}.csv"
             if not path.is_file():
                 raise FileNotFoundError(f"{path}: sub-problem log not found (run the train stage of {run})")
             table = pd.read_csv(path)
             if len(table):
-                frames.append(table.assign(run=run, fold=fold))
+                frames.append(table.assign(run=run, fold=fold, seed=seed, model=model_name(fold, seed)))
     return pd.concat(frames, ignore_index=True) if frames else pd.DataFrame()
 
 
 def summary_markdown(rows: pd.DataFrame, decimals: int) -> str:
-    """Per run, over folds: sub-problems, steps per sub-problem, covering radius of the first and last one."""
+    """Per run, over its models: sub-problems, steps per sub-problem, covering radius of the first and last one."""
     if rows.empty:
         return "No run with proxies was trained.\n"
-    out = ["| run | folds | sub-problems (mean) | steps per sub-problem (median, min-max) | "
+    out = ["| run | models (folds x seeds) | sub-problems (mean) | steps per sub-problem (median, min-max) | "
            "covering radius max: first → last | covering radius mean: first → last |",
            "|---|---|---|---|---|---|"]
     for run, t in rows.groupby("run", sort=False):
-        per_fold = t.groupby("fold")
-        first, last = per_fold.first(), per_fold.last()
+        per_model = t.groupby("model")
+        first, last = per_model.first(), per_model.last()
         f = f".{decimals + 1}f"
         out.append(
-            f"| {run} | {t.fold.nunique()} | {per_fold.size().mean():.1f} | "
+            f"| {run} | {t.model.nunique()} | {per_model.size().mean():.1f} | "
             f"{t.steps.median():.0f} ({t.steps.min()}-{t.steps.max()}) | "
             f"{first.covering_radius_max.mean():{f}} → {last.covering_radius_max.mean():{f}} | "
             f"{first.covering_radius_mean.mean():{f}} → {last.covering_radius_mean.mean():{f}} |"
@@ -41,11 +44,11 @@ def summary_markdown(rows: pd.DataFrame, decimals: int) -> str:
     return "\n".join(out) + "\n"
 
 
-def detail_markdown(rows: pd.DataFrame, run: str, fold: int, decimals: int) -> str:
-    """Every sub-problem of one run and fold."""
-    t = rows[(rows.run == run) & (rows.fold == fold)]
+def detail_markdown(rows: pd.DataFrame, run: str, fold: int, seed: int, decimals: int) -> str:
+    """Every sub-problem of one run's model (fold, seed)."""
+    t = rows[(rows.run == run) & (rows.model == model_name(fold, seed))]
     f = f".{decimals + 1}f"
-    out = [f"### {run}, fold {fold}\n", "| sub-problem | epochs | steps | lambda | best val MAP@R (%) | "
+    out = [f"### {run}, fold {fold}, seed {seed}\n", "| sub-problem | epochs | steps | lambda | best val MAP@R (%) | "
            "radius after K-center (max / mean) | radius at the end (max / mean) |", "|---|---|---|---|---|---|---|"]
     for _, r in t.iterrows():
         out.append(f"| {r.subproblem} | {r.epochs} | {r.steps} | {r['lambda']:g} | {100 * r.best_val_map_at_r:.{decimals}f} | "

@@ -1,8 +1,10 @@
-"""The results table: every method's metrics, Separated (mean +- std) and Concatenated."""
+"""The results table: every method's metrics, Separated and Concatenated, as mean ± 95% interval."""
 
 from __future__ import annotations
 
 import pandas as pd
+
+from pipeline.reporting.names import label, paper_name
 
 # (metrics-file key, column title); values are fractions, shown in %, except RAW_COLUMNS
 METRIC_COLUMNS = [
@@ -22,23 +24,26 @@ def metric_columns(recall_at: list[int]) -> list[tuple[str, str]]:
 
 
 def results_frame(metrics: dict[str, dict], recall_at: list[int], embedding_dim: int) -> pd.DataFrame:
-    """Long table: one row per (method, protocol), columns <metric> and <metric>_std, in %."""
+    """Long table: one row per (method, protocol), columns <metric>, <metric>_std and <metric>_ci95 (the
+    half-width of the 95% t interval: over the fold x seed models for separated rows, over the seeds for
+    concatenated rows), in %."""
     rows = []
     for method, m in metrics.items():
-        folds = len(m["separated"]["folds"])
-        sep = {"method": method, "protocol": f"separated-{embedding_dim}D", "folds": folds}
-        con = {"method": method, "protocol": f"concatenated-{folds * embedding_dim}D", "folds": folds}
-        for key, _ in metric_columns(recall_at):
-            scale = 1 if key in RAW_COLUMNS else 100
-            sep[key] = scale * m["separated"]["mean"][key]
-            sep[f"{key}_std"] = scale * m["separated"]["std"][key]
-            con[key] = scale * m["concatenated"][key]
-        rows += [sep, con]
+        folds, seeds = len(m["folds"]), len(m["seeds"])
+        for protocol, models in ((f"separated-{embedding_dim}D", folds * seeds),
+                                 (f"concatenated-{folds * embedding_dim}D", seeds)):
+            summary = m[protocol.split("-")[0]]
+            row = {"method": method, "name": paper_name(method), "protocol": protocol, "models": models}
+            for key, _ in metric_columns(recall_at):
+                scale = 1 if key in RAW_COLUMNS else 100
+                for stat, suffix in (("mean", ""), ("std", "_std"), ("ci95", "_ci95")):
+                    row[key + suffix] = scale * summary[stat][key]
+            rows.append(row)
     return pd.DataFrame(rows)
 
 
 def markdown_table(frame: pd.DataFrame, recall_at: list[int], decimals: int) -> str:
-    """Markdown with `mean +- std` cells for separated rows; the best value per protocol and column in bold."""
+    """Markdown with `mean ± 95% half-width` cells; the best mean per protocol and column in bold."""
     cols = metric_columns(recall_at)
     head = "| method | protocol | " + " | ".join(title for _, title in cols) + " |"
     lines = [head, "|" + "---|" * (len(cols) + 2)]
@@ -47,11 +52,11 @@ def markdown_table(frame: pd.DataFrame, recall_at: list[int], decimals: int) -> 
         cells = []
         for key, _ in cols:
             text = f"{row[key]:.{decimals}f}"
-            std = row.get(f"{key}_std")
-            if pd.notna(std):
-                text += f" ± {std:.{decimals}f}"
+            half = row.get(f"{key}_ci95")
+            if pd.notna(half):
+                text += f" ± {half:.{decimals}f}"
             if len(same) > 1 and key not in RAW_COLUMNS and row[key] == same[key].max():
                 text = f"**{text}**"
             cells.append(text)
-        lines.append(f"| {row['method']} | {row['protocol']} | " + " | ".join(cells) + " |")
+        lines.append(f"| {label(row['method'])} | {row['protocol']} | " + " | ".join(cells) + " |")
     return "\n".join(lines) + "\n"
