@@ -113,22 +113,21 @@ def test_bad_presets_name_the_key(tiny_dict, presets, message):
 
 
 def test_params_yaml_is_written_as_dvc_writes_it(tmp_path):
-    """`dvc exp run -S key=value` rewrites params.yaml through DVC's YAML round trip: the committed file is
-    a fixed point of it, so `git diff params.yaml` after an experiment shows the changed keys only."""
-    from dvc.utils.serialize import modify_yaml
+    """`dvc exp run -S key=value` rewrites params.yaml through DVC's own override function (every list in
+    block form, comments kept by key): the committed file is a fixed point of it, so `git diff params.yaml`
+    after an experiment shows the keys that were set and nothing else."""
+    from dvc.utils.hydra import apply_overrides
 
+    original = (ROOT / "params.yaml").read_text()
     copy = tmp_path / "params.yaml"
-    copy.write_text((ROOT / "params.yaml").read_text())
-    with modify_yaml(copy):
-        pass
-    assert copy.read_text() == (ROOT / "params.yaml").read_text()
-    for keys, value, changed in ((("ccp", "lambda"), 1e-3, 1), (("baselines", "ms", "loss", "alpha"), 3.0, 1),
-                                 (("presets", "cub", "ccp", "pool_size"), 16, 1)):
-        copy.write_text((ROOT / "params.yaml").read_text())
-        with modify_yaml(copy) as data:
-            node = data
-            for k in keys[:-1]:
-                node = node[k]
-            node[keys[-1]] = value
-        old, new = (ROOT / "params.yaml").read_text().splitlines(), copy.read_text().splitlines()
-        assert len(old) == len(new) and sum(a != b for a, b in zip(old, new)) == changed, keys
+    copy.write_text(original)
+    apply_overrides(copy, [])
+    assert copy.read_text() == original, "params.yaml: keep mappings and lists in block style (DVC rewrites them so)"
+    for override, changed in (("ccp.lambda=1e-3", ["  lambda: 0.001"]),
+                              ("baselines.ms.loss.alpha=3.0", ["      alpha: 3.0"]),
+                              ("presets.cub.ccp.pool_size=16", ["      pool_size: 16"])):
+        copy.write_text(original)
+        apply_overrides(copy, [override])
+        old, new = original.splitlines(), copy.read_text().splitlines()
+        assert len(old) == len(new), override
+        assert [b.split("#")[0].rstrip() for a, b in zip(old, new) if a != b] == changed, override

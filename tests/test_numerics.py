@@ -11,6 +11,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import numpy  # noqa: F401 (loaded before pin() below: it must say so)
 import pytest
 
 from pipeline import numerics
@@ -25,11 +26,22 @@ EMULATED_CPUS = {
 }
 
 
+@pytest.fixture(autouse=True)
+def restored_environment(monkeypatch):
+    """pin() writes os.environ: let monkeypatch put every variable it touches back."""
+    for k in (*numerics.PINNED, *numerics.THREAD_VARIABLES):
+        if k in os.environ:
+            monkeypatch.setenv(k, os.environ[k])
+        else:
+            monkeypatch.delenv(k, raising=False)
+
+
 def test_pin_sets_every_variable_and_the_threads(monkeypatch):
     monkeypatch.setenv(numerics.THREADS_VARIABLE, "3")
     monkeypatch.setenv("MKL_CBWR", "AVX512")  # what another CPU (or a user's shell) says is overridden
     monkeypatch.delenv(numerics.NATIVE_SWITCH, raising=False)
-    numerics.pin()
+    with pytest.warns(RuntimeWarning, match="numpy.* loaded before the CPU numerics were pinned"):
+        numerics.pin()
     assert all(os.environ[k] == v for k, v in numerics.PINNED.items())
     assert all(os.environ[k] == "3" for k in numerics.THREAD_VARIABLES)
     assert numerics.settings()["MKL_CBWR"] == "COMPATIBLE"
