@@ -812,6 +812,11 @@ def _apply_presets(data: dict, source: str) -> tuple[dict, str]:
     defaults = Params()
     for name, preset in presets.items():
         key = f"presets.{name}"
+        if name == "digit_pairs":  # present so that dvc.yaml can name presets.<data.name> for every data set
+            if preset:
+                raise ParamsError(f"{source}: {key}: must be empty ({{}}): the embedded default's values are the "
+                                  "sections themselves")
+            continue
         if name not in SETTINGS + BENCHMARK_NAMES:
             raise ParamsError(f"{source}: {key}: unknown preset (valid: {', '.join(SETTINGS + BENCHMARK_NAMES)})")
         if not isinstance(preset, dict) or "presets" in preset or "name" in (preset.get("data") or {}):

@@ -131,3 +131,10 @@ def test_params_yaml_is_written_as_dvc_writes_it(tmp_path):
         old, new = original.splitlines(), copy.read_text().splitlines()
         assert len(old) == len(new), override
         assert [b.split("#")[0].rstrip() for a, b in zip(old, new) if a != b] == changed, override
+
+
+def test_digit_pairs_preset_must_stay_empty(tiny_dict):
+    """presets.digit_pairs exists so that dvc.yaml can name presets.<data.name>; it holds nothing."""
+    tiny_dict["presets"]["digit_pairs"] = {"train": {"lr": 0.1}}
+    with pytest.raises(ParamsError, match=r"presets.digit_pairs: must be empty"):
+        params_from_dict(tiny_dict)
