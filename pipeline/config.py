@@ -512,7 +512,7 @@ class PocConfig:
     seeds: list[int] = param([0, 1, 2, 3, 4])  # replicate seeds of every variant (the claims table's pairs)
 
 
-LANML_DATASETS = ["iris", "wine", "australian", "cars", "ecoli", "german", "glass", "isolet", "monk1", "solar",
+LANML_DATASETS = ["iris", "wine", "breast_cancer", "digits", "australian", "cars", "ecoli", "german", "glass", "isolet", "monk1", "solar",
                   "vehicle", "pendigits", "letter", "usps", "coil20"]
 LANML_METHODS = ["euclidean", "lanml_minus", "lanml_plus", "pnca", "nca", "lmnn", "itml", "scml", "gmml"]
 
@@ -530,9 +530,10 @@ class LanmlConfig:
     max_k: int = param(40, ge=1)  # kNN with K in 1..max_k
     pca_dims: int = param(150, ge=1)  # PCA when there are more features
     k_similar: int = param(10, ge=1)  # LANML-: S_i = the k nearest same-class samples
-    # LANML- projected gradient: stop at this relative decrease once the hinge smoothing reached smoothing_min
-    solver_tol: float = param(1e-9, gt=0.0)
-    smoothing_min: float = param(1e-6, gt=0.0)
+    # LANML-/LANML+ (L-BFGS on M = L^T L): a smoothing round ends at this relative decrease of f;
+    # the hinge smoothing goes from 0.1 down to smoothing_min
+    solver_tol: float = param(1e-7, gt=0.0)
+    smoothing_min: float = param(1e-4, gt=0.0)
     workers: int = param(1, ge=1)  # cross-validation and refit jobs in this many processes, one BLAS thread each
     # method -> {hyperparameter: values}; every combination is cross-validated
     grids: dict[str, Any] = field(default_factory=dict)
@@ -729,7 +730,7 @@ def _check_lanml_grids(cfg: LanmlConfig, source: str) -> None:
             raise ParamsError(f"{key}: unknown method (valid: {', '.join(METHODS)})")
         if not isinstance(grid, dict):
             raise ParamsError(f"{key}: must map hyperparameter names to lists of values")
-        accepted = set(inspect.signature(METHODS[method]).parameters) - {"x", "y", "random_state", "k_similar"}
+        accepted = set(inspect.signature(METHODS[method]).parameters) - {"x", "y", "random_state", "k_similar", "m0"}
         for name, values in grid.items():
             if name not in accepted:
                 raise ParamsError(f"{key}.{name}: unknown hyperparameter (valid: {', '.join(sorted(accepted))})")

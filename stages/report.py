@@ -211,8 +211,8 @@ def write_lanml(params, inputs, out: Path) -> None:
         f"by {cfg.cv_folds}-fold cross-validation on the training part\n"
         "- accuracy in %, mean ± sample std over the splits; the paper reports the best K on the test part, "
         "shown in its own column for a like-for-like comparison\n"
-        "- fit times are wall-clock measurements, so they are not among these reproducible results: the lanml "
-        "stage logs them, and `benchmarks/bench_lanml.py` times LANML- against LMNN\n\n"
+        "- fit times are clock readings, so they are not among these reproducible results: the lanml_timing "
+        "stage measures LANML-, LANML+ and LMNN side by side in [lanml_timing.md](lanml_timing.md)\n\n"
         + lanml_markdown(inputs["lanml"], anml_table2(inputs["published"]), params.report.decimals)))
 
 
@@ -260,7 +260,9 @@ def write_index(params, inputs, out: Path, context: str, tables: list[str], clai
             f"x86-64 CPU: {pinned}\n\n"
             "## Tables\n\n- [results.md](results.md): every metric of every run (and results.csv)\n"
             f"{links}\n- [ccp_subproblems.md](ccp_subproblems.md): CCP sub-problem diagnostics\n"
-            "- [lanml.md](lanml.md): LANML on UCI data beside ANML Table 2\n\n"
+            "- [lanml.md](lanml.md): LANML on UCI data beside ANML Table 2; "
+            "[lanml_timing.md](lanml_timing.md): LANML and LMNN fit times (clock readings, the one output "
+            "that differs between machines and runs)\n\n"
             f"## Figures\n\n{figs}\n- training curves: `dvc plots show` (reports/train_logs, validation MAP@R per "
             "epoch)\n\n## What the figures show\n\n" + "\n\n".join(paragraphs) + "\n")
     write_text(out / "README.md", text)

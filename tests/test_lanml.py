@@ -1,23 +1,27 @@
 """LANML eq. 19 and PNCA eq. 21: values, gradients, the two convex solvers agree, NCA as a special case."""
 
 import math
-import time
 
 import numpy as np
 import pytest
+from scipy.special import logsumexp
 from sklearn.datasets import load_iris, load_wine
 from sklearn.preprocessing import StandardScaler
 
 from pipeline.linear.lanml import (
     LANMLError,
     LANMLProblem,
+    ScreenedObjective,
     log_exp_mean,
     mahalanobis_sq,
     neighbourhoods,
+    pair_gradient,
     pnca_value_and_gradient,
+    rows_pair_gradient,
     solve_cvxpy,
     solve_factored,
     solve_projected_gradient,
+    solve_quasi_newton,
 )
 
 RNG = np.random.default_rng(0)
@@ -114,20 +118,79 @@ def uci(loader, per_class=None):
 
 
 @pytest.mark.parametrize("loader", [load_iris, load_wine], ids=["iris", "wine"])
-def test_cvxpy_and_projected_gradient_reach_the_same_objective(loader):
-    """20 samples per class keep Clarabel fast and stable here; the full sets are in the benchmark."""
+def test_cvxpy_and_both_solvers_reach_the_same_objective(loader):
+    """20 samples per class keep Clarabel fast and stable here; the full sets: benchmarks/bench_lanml.py --cvxpy.
+    The quasi-Newton solver at a strict tolerance within 1e-4 of cvxpy, the projected gradient within 1e-3."""
     x, y = uci(loader, per_class=20)
     problem = LANMLProblem(x, neighbourhoods(x, y, 10), gamma1=-1.0, gamma2=2.0, lam=0.5)
-    t = time.perf_counter()
-    exact = solve_cvxpy(problem, solvers=("CLARABEL",))
-    t_cvx = time.perf_counter() - t
-    t = time.perf_counter()
-    fast = solve_projected_gradient(problem)
-    t_pg = time.perf_counter() - t
-    f_exact, f_fast = problem.objective(exact), problem.objective(fast)
-    print(f"{loader.__name__}: cvxpy {f_exact:.6f} in {t_cvx:.1f} s, projected gradient {f_fast:.6f} in {t_pg:.1f} s")
-    assert abs(f_fast - f_exact) / abs(f_exact) < 1e-3
-    assert np.linalg.eigvalsh(fast).min() >= -1e-9
+    exact = problem.objective(solve_cvxpy(problem, solvers=("CLARABEL",)))
+    start = np.eye(x.shape[1]) / math.sqrt(len(x))
+    quasi_newton, work = solve_quasi_newton(problem, start, tol=1e-12, mu_min=1e-7)
+    projected = solve_projected_gradient(problem)
+    assert abs(problem.objective(quasi_newton) - exact) / abs(exact) < 1e-4
+    assert abs(problem.objective(projected) - exact) / abs(exact) < 1e-3
+    assert np.linalg.eigvalsh(quasi_newton).min() >= -1e-9 and np.linalg.eigvalsh(projected).min() >= -1e-9
+    assert work["evaluations"] > 0 and 0 < work["pairs"] <= work["evaluations"] * len(x) ** 2
+
+
+def test_log_exp_mean_matches_scipy_logsumexp():
+    d = RNG.uniform(0, 30, size=(7, 9))
+    mask = RNG.uniform(size=(7, 9)) < 0.6
+    mask[:, 0] = True
+    for gamma in (-3.0, 0.5, 40.0):  # large gamma: exp(-gamma d) underflows without the max shift
+        value, weights = log_exp_mean(d, mask, gamma)
+        a = np.where(mask, -gamma * d, -np.inf)
+        expected = -(logsumexp(a, axis=1) - np.log(mask.sum(axis=1))) / gamma
+        assert value == pytest.approx(expected, rel=1e-12)
+        assert weights == pytest.approx(np.exp(a - logsumexp(a, axis=1, keepdims=True)), rel=1e-12, abs=1e-300)
+
+
+def test_rows_pair_gradient_is_pair_gradient_of_those_rows():
+    rows = np.array([1, 4, 5, 10])
+    coef = RNG.normal(size=(len(rows), 12))
+    full = np.zeros((12, 12))
+    full[rows] = coef
+    assert rows_pair_gradient(X_TINY, rows, coef) == pytest.approx(pair_gradient(X_TINY, full), rel=1e-12)
+
+
+@pytest.mark.parametrize("gamma1", [-1.0, 1.5])
+def test_screening_is_exact_and_skips_inactive_hinges(gamma1):
+    """The screened value and gradient equal the full ones at any M; near the reference M most samples are
+    skipped (here the margin is small, so most hinges are inactive)."""
+    x, y = uci(load_iris)
+    problem = LANMLProblem(x, neighbourhoods(x, y, 10 if gamma1 < 0 else None), gamma1, 2.0, lam=0.3, margin=0.2)
+    m = solve_quasi_newton(problem, np.eye(4))[0]
+    screened = ScreenedObjective(problem)
+    screened(m, 1e-3)  # the reference
+    assert screened.pairs == len(x) ** 2
+    for scale in (1e-4, 1e-2, 1.0):
+        step = random_psd(4, RNG) * scale
+        value, gradient = screened(m + step, 1e-3)
+        full_value, full_gradient = problem.value_and_gradient(m + step, 1e-3)
+        assert value == pytest.approx(full_value, rel=1e-10)
+        assert gradient == pytest.approx(full_gradient, rel=1e-8, abs=1e-12)
+    near = ScreenedObjective(problem)
+    near(m, 1e-3)
+    near(m + 1e-4 * random_psd(4, RNG), 1e-3)
+    assert near.pairs < 1.5 * len(x) ** 2  # the second evaluation computed under half of the distances
+
+
+def test_screening_refuses_the_linear_loss():
+    problem = LANMLProblem(X_TINY, neighbourhoods(X_TINY, Y_TINY, None), 1.0, 1.0, lam=0.0, loss="linear")
+    with pytest.raises(LANMLError, match="screening needs the hinge loss"):
+        ScreenedObjective(problem)
+
+
+def test_warm_start_reaches_the_cold_start_optimum():
+    """LANML- is convex: started from another grid point's solution it reaches the same objective."""
+    from pipeline.linear.methods import fit_lanml_minus
+
+    x, y = uci(load_wine, per_class=30)
+    neighbour = fit_lanml_minus(x, y, lam=0.9, gamma1=-2.0, gamma2=2.0)
+    cold = fit_lanml_minus(x, y, lam=0.1, gamma1=-0.5, gamma2=2.0, tol=1e-10, smoothing_min=1e-6)
+    warm = fit_lanml_minus(x, y, lam=0.1, gamma1=-0.5, gamma2=2.0, tol=1e-10, smoothing_min=1e-6, m0=neighbour)
+    problem = LANMLProblem(x, neighbourhoods(x, y, 10), -0.5, 2.0, 0.1)
+    assert problem.objective(warm) == pytest.approx(problem.objective(cold), rel=1e-4)
 
 
 @pytest.mark.parametrize("gamma1,gamma2", [(0.5, 2.0), (-1.0, -2.0)])
@@ -197,3 +260,21 @@ def test_one_split_of_the_protocol_on_iris():
     out = compare_methods(x, y, cfg, seed=0)["lanml_minus"]["splits"][0]
     assert out["setting"]["gamma2"] in (1.0, 2.0) and 1 <= out["k"] <= 10
     assert out["accuracy"] > 0.85 and out["accuracy_best_k_on_test"] >= out["accuracy"]
+
+
+def test_timing_table_on_a_small_set():
+    from pipeline.config import LanmlConfig
+    from pipeline.linear.timing import LMNN_TARGETS, time_fits
+    from pipeline.reporting.lanml_table import timing_markdown
+
+    x, y = uci(load_iris, per_class=20)
+    result = time_fits(x, y, LanmlConfig(max_k=5), seed=0, repeats=1)
+    methods = result["methods"]
+    assert set(methods) == {"lanml_minus", "lanml_plus", *(f"lmnn_{t}" for t in LMNN_TARGETS)}
+    for name in ("lanml_minus", "lanml_plus"):
+        m = methods[name]
+        assert m["strict_objective"] <= m["objective"] + 1e-9 and m["pairs"] <= m["pairs_unscreened"]
+        assert 0 <= m["accuracy"] <= 100 and m["cpu_seconds"] > 0
+    assert len(result["ratios"]) == 8 and all(r > 0 for r in result["ratios"].values())
+    text = timing_markdown([{"dataset": "iris", **result}], 2)
+    assert "| iris (42 x 4) | LANML- |" in text and "LMNN-7 / LANML+" in text

@@ -22,7 +22,6 @@ FILES = {
     "monk1": {"monks-1.test": " 1 1 1 1 1 3 1 data_5\n 0 1 1 1 1 3 2 data_6\n 1 1 1 1 1 1 1 data_1\n"},
     "solar": {"flare.data1": "header line\nC S O 1 2 1 1 2 1 2 0 0 0\nD A O 1 3 1 1 2 1 2 0 0 0\n"
                              "C K O 1 2 1 1 2 1 1 0 0 0\n"},
-    "letter": {"letter-recognition.data": "T,2,8,3\nI,5,12,3\nT,4,11,6\n"},
     "pendigits": {"pendigits.tra": "47,100,27,8\n0,89,27,2\n", "pendigits.tes": "88,92,2,8\n"},
     "cars": {"auto-mpg.data": '18.0 8 307.0 130.0 3504. 12.0 70 1 "chevrolet chevelle"\n'
                               '25.0 4 98.00 ? 2046. 19.0 71 1 "ford pinto"\n'
@@ -38,11 +37,9 @@ def write(cache, files):
 @pytest.mark.parametrize("name,shape,labels", [
     ("australian", (3, 3), [0, 1, 1]),
     ("ecoli", (3, 2), [0, 1, 0]),
-    ("glass", (3, 2), [0, 0, 1]),
     ("german", (3, 4), [0, 1, 0]),
     ("monk1", (3, 6), [1, 0, 1]),
     ("solar", (3, 12), [0, 1, 0]),
-    ("letter", (3, 3), [1, 0, 1]),
     ("pendigits", (3, 3), [1, 0, 1]),
     ("cars", (2, 7), [1, 0]),  # the car without horsepower is left out; label mpg >= 23
 ])
@@ -80,17 +77,17 @@ def test_libsvm_and_coil20(tmp_path):
 
 
 @pytest.mark.parametrize("files,message", [
-    ({"glass.data": "1,1.5,x,1\n2,1.5,13.8,2\n"}, "glass.data: non-numeric feature value"),
-    ({"glass.data": "1,1.5,13.6,1\n2,1.5,13.8,1\n"}, "glass: a single class"),
+    ({"ecoli.data": "A 0.49 x cp\nB 0.07 0.40 im\n"}, "ecoli.data: non-numeric feature value"),
+    ({"ecoli.data": "A 0.49 0.29 cp\nB 0.07 0.40 cp\n"}, "ecoli: a single class"),
 ])
 def test_bad_files(tmp_path, files, message):
     write(tmp_path, files)
     with pytest.raises(DatasetError, match=message):
-        load_dataset("glass", tmp_path)
+        load_dataset("ecoli", tmp_path)
 
 
 def test_unknown_dataset(tmp_path):
-    with pytest.raises(DatasetError, match="unknown data set 'mnist' \\(valid: iris, wine, australian"):
+    with pytest.raises(DatasetError, match="unknown data set 'mnist' \\(valid: iris, wine, breast_cancer, digits, glass, vehicle, letter, australian"):
         load_dataset("mnist", tmp_path)
 
 
@@ -124,3 +121,56 @@ def test_download_and_checksums(tmp_path, server):
 def test_every_source_downloads_over_https():
     for name, source in datasets.SOURCES.items():
         assert source.files and all(u.startswith("https://") for u, _ in source.files), name
+
+
+def build_mlbench_deb(tmp_path, frames: dict) -> bytes:
+    """A .deb laid out like r-cran-mlbench's, holding R data files written by pyreadr (needs dpkg-deb)."""
+    import shutil
+    import subprocess
+
+    import pyreadr
+
+    if shutil.which("dpkg-deb") is None:
+        pytest.skip("dpkg-deb not installed")
+    root = tmp_path / "pkg"
+    data = root / datasets.MLBENCH_DATA.removeprefix("./")
+    data.mkdir(parents=True)
+    (root / "DEBIAN").mkdir()
+    (root / "DEBIAN" / "control").write_text("Package: r-cran-mlbench\nVersion: 2.1-3-1\nArchitecture: amd64\n"
+                                             "Maintainer: test <t@t>\nDescription: test\n")
+    for name, frame in frames.items():
+        pyreadr.write_rdata(str(data / f"{name}.rda"), frame, df_name=name)
+    subprocess.run(["dpkg-deb", "--build", str(root), str(tmp_path / "built.deb")], check=True, capture_output=True)
+    return (tmp_path / "built.deb").read_bytes()
+
+
+def test_mlbench_sets_from_the_debian_package(tmp_path, monkeypatch):
+    import pandas as pd
+
+    glass = pd.DataFrame({"RI": [1.52, 1.51, 1.53], "Na": [13.6, 13.9, 13.5],
+                          "Type": pd.Categorical(["1", "2", "1"])})
+    deb = build_mlbench_deb(tmp_path, {"Glass": glass, "Vehicle": glass.drop(columns="Type")})
+    cache = tmp_path / "cache"
+    cache.mkdir()
+    (cache / datasets.MLBENCH.filename).write_bytes(deb)
+    package = datasets.DebianPackage("r-cran-mlbench", "2.1-3-1", "amd64", hashlib.sha256(deb).hexdigest())
+    monkeypatch.setattr(datasets, "MLBENCH", package)
+    x, y = load_dataset("glass", cache)
+    assert x.tolist() == [[1.52, 13.6], [1.51, 13.9], [1.53, 13.5]] and y.tolist() == [0, 1, 0]
+    with pytest.raises(DatasetError, match="expected one factor column"):
+        load_dataset("vehicle", cache)
+    with pytest.raises(DatasetError, match="has no ./usr/lib/R/site-library/mlbench/data/LetterRecognition.rda"):
+        load_dataset("letter", cache)
+    monkeypatch.setattr(datasets, "MLBENCH", datasets.DebianPackage("r-cran-mlbench", "2.1-3-1", "amd64", "0" * 64))
+    with pytest.raises(DatasetError, match="SHA-256 does not match"):
+        load_dataset("glass", cache)
+    assert not (cache / datasets.MLBENCH.filename).exists()  # the bad file is gone
+    monkeypatch.setattr(datasets.shutil, "which", lambda _: None)
+    with pytest.raises(DatasetError, match="no apt-get here to fetch r-cran-mlbench 2.1-3-1"):
+        load_dataset("glass", cache)
+
+
+@pytest.mark.parametrize("name,shape,classes", [("breast_cancer", (569, 30), 2), ("digits", (1797, 64), 10)])
+def test_more_offline_sets_from_scikit_learn(tmp_path, name, shape, classes):
+    x, y = load_dataset(name, tmp_path)
+    assert x.shape == shape and len(set(y.tolist())) == classes

@@ -1,7 +1,11 @@
 """The ANML UCI / LibSVM data sets (Table 1): offline ones from scikit-learn, the rest downloaded.
 
-``load_dataset(name, cache)`` returns (features, labels). Iris and Wine ship with scikit-learn. The
-others are downloaded from their official UCI / LibSVM locations into ``cache`` (written under a
+``load_dataset(name, cache)`` returns (features, labels). Iris and Wine ship with scikit-learn, and so
+do Breast Cancer (Wisconsin diagnostic) and Digits (UCI optical digits, 8 x 8), which are not in
+Table 1. Glass, Vehicle and Letter come from the Debian package r-cran-mlbench (GPL-2; R copies of the
+UCI files, the same rows and attributes as Table 1 lists), fetched from Debian's registry with
+``apt-get download`` (no other host) and verified against its recorded SHA-256; on a machine without
+apt-get, put the .deb file in the cache folder. The others are downloaded from their official UCI / LibSVM locations into ``cache`` (written under a
 temporary name, checked, then renamed by pipeline/download.py; a checksum mismatch deletes the download
 and stops with the file named). Checksums: the project records none yet, because the development machines have no
 network; the first download prints each file's SHA-256 for the ``SOURCES`` table, and a file whose
@@ -14,7 +18,11 @@ from __future__ import annotations
 import bz2
 import io
 import logging
+import os
+import shutil
 import subprocess
+import tarfile
+import tempfile
 import zipfile
 from dataclasses import dataclass
 from pathlib import Path
@@ -127,28 +135,101 @@ def parse_coil20(files):
     return np.array(xs), np.array(ys)
 
 
-# layouts: ecoli = sequence name, features, class; glass = id, features, class; monk = class, attributes, id;
-# letter = class, features; the others: features, then class
+# layouts: ecoli = sequence name, features, class; monk = class, attributes, id; the others: features, then class
 SOURCES: dict[str, Source] = {
     "australian": Source([(f"{UCI}/statlog/australian/australian.dat", None)], parse_tables("australian.dat", label=-1)),
     "cars": Source([(f"{UCI}/auto-mpg/auto-mpg.data", None)], parse_auto_mpg),
     "ecoli": Source([(f"{UCI}/ecoli/ecoli.data", None)], parse_tables("ecoli.data", label=-1, drop=(0,))),
     "german": Source([(f"{UCI}/statlog/german/german.data", None)], parse_german),
-    "glass": Source([(f"{UCI}/glass/glass.data", None)], parse_tables("glass.data", label=-1, drop=(0,), sep=",")),
     "isolet": Source([(f"{UCI}/isolet/isolet5.data.Z", None)], parse_tables("isolet5.data", label=-1, sep=",")),
     "monk1": Source([(f"{UCI}/monks-problems/monks-1.test", None)], parse_tables("monks-1.test", label=0, drop=(-1,))),
     "solar": Source([(f"{UCI}/solar-flare/flare.data1", None)], parse_flare),
-    "vehicle": Source([(f"{UCI}/statlog/vehicle/xa{c}.dat", None) for c in "abcdefghi"],
-                      parse_tables("vehicle xa?.dat", label=-1)),
     "pendigits": Source([(f"{UCI}/pendigits/pendigits.tra", None), (f"{UCI}/pendigits/pendigits.tes", None)],
                         parse_tables("pendigits", label=-1, sep=",")),
-    "letter": Source([(f"{UCI}/letter-recognition/letter-recognition.data", None)], parse_tables("letter-recognition.data", label=0, sep=",")),
     "usps": Source([(f"{LIBSVM}/usps.bz2", None), (f"{LIBSVM}/usps.t.bz2", None)], parse_libsvm("usps", 256)),
     "coil20": Source([("https://www.cs.columbia.edu/CAVE/databases/SLAM_coil-20_coil-100/coil-20/coil-20-proc.zip",
                        None)], parse_coil20),
 }
-OFFLINE = ("iris", "wine")
-DATASETS = OFFLINE + tuple(SOURCES)
+SKLEARN = ("iris", "wine", "breast_cancer", "digits")
+
+
+@dataclass
+class DebianPackage:
+    """A Debian package (name, version, architecture) whose .deb has this SHA-256."""
+
+    name: str
+    version: str
+    arch: str
+    sha256: str
+
+    @property
+    def filename(self) -> str:
+        return f"{self.name}_{self.version}_{self.arch}.deb"
+
+
+MLBENCH = DebianPackage("r-cran-mlbench", "2.1-3-1", "amd64",
+                        "2f1127f7b5e7d08703b13b52ef1976a0c355a7660d6ac575e29b87b13921bc06")
+MLBENCH_DATA = "./usr/lib/R/site-library/mlbench/data"
+# data set -> the R data frame of mlbench holding it (features, and one factor column: the class)
+MLBENCH_SETS = {"glass": "Glass", "vehicle": "Vehicle", "letter": "LetterRecognition"}
+DATASETS = SKLEARN + tuple(MLBENCH_SETS) + tuple(SOURCES)
+
+
+def fetch_debian(package: DebianPackage, cache: Path) -> Path:
+    """The package's .deb in `cache`: fetched with ``apt-get download`` when missing, checked against its SHA-256
+    (a mismatch deletes it and stops with the file named)."""
+    from pipeline.download import file_digest
+
+    path = Path(cache) / package.filename
+    if not path.exists():
+        if shutil.which("apt-get") is None:
+            raise DatasetError(f"{path}: missing, and no apt-get here to fetch {package.name} {package.version} "
+                               f"from Debian's registry (put the .deb there)")
+        log.info("fetching %s %s with apt-get download", package.name, package.version)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        with tempfile.TemporaryDirectory(dir=path.parent) as tmp:  # renamed into place only when complete
+            done = subprocess.run(["apt-get", "download", f"{package.name}:{package.arch}={package.version}"],
+                                  cwd=tmp, capture_output=True, text=True)
+            if done.returncode or not (Path(tmp) / package.filename).exists():
+                raise DatasetError(f"apt-get download {package.name}={package.version} failed: "
+                                   f"{(done.stderr.strip().splitlines() or ['no file'])[-1]}")
+            os.replace(Path(tmp) / package.filename, path)
+    if file_digest(path) != package.sha256:
+        path.unlink()
+        raise DatasetError(f"{path}: SHA-256 does not match the recorded {package.sha256} (deleted)")
+    return path
+
+
+def deb_member(deb: Path, member: str) -> bytes:
+    """One file of a .deb's data archive (dpkg-deb --fsys-tarfile)."""
+    if shutil.which("dpkg-deb") is None:
+        raise DatasetError(f"{deb}: dpkg-deb is needed to read it")
+    done = subprocess.run(["dpkg-deb", "--fsys-tarfile", str(deb)], capture_output=True)
+    if done.returncode:
+        raise DatasetError(f"{deb}: not a readable .deb ({done.stderr.decode().strip()})")
+    with tarfile.open(fileobj=io.BytesIO(done.stdout)) as archive:
+        try:
+            return archive.extractfile(member).read()
+        except KeyError:
+            raise DatasetError(f"{deb}: has no {member}") from None
+
+
+def parse_rda(data: bytes, frame: str) -> tuple[np.ndarray, np.ndarray]:
+    """An R data file holding data frame `frame`: its numeric columns are the features, its one factor the class."""
+    import warnings
+
+    import rdata
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UserWarning)  # "Unknown encoding. Assumed ASCII." (old R files)
+        frames = rdata.read_rda(io.BytesIO(data))
+    if frame not in frames:
+        raise DatasetError(f"{frame}.rda: no data frame {frame!r} (found {', '.join(frames)})")
+    df = frames[frame]
+    labels = [c for c in df.columns if df[c].dtype == "category"]
+    if len(labels) != 1:
+        raise DatasetError(f"{frame}.rda: expected one factor column (the class), found {len(labels)}")
+    return _numeric(df.drop(columns=labels).to_numpy(), f"{frame}.rda"), df[labels[0]].astype(str).to_numpy()
 
 
 def fetch(url: str, expected: str | None, cache: Path) -> Path:
@@ -168,10 +249,13 @@ def _read(path: Path) -> bytes:
 
 def load_dataset(name: str, cache: Path) -> tuple[np.ndarray, np.ndarray]:
     """(features, integer labels 0..C-1) of data set `name`."""
-    if name == "iris" or name == "wine":
-        from sklearn.datasets import load_iris, load_wine
+    if name in SKLEARN:
+        import sklearn.datasets
 
-        x, y = (load_iris if name == "iris" else load_wine)(return_X_y=True)
+        x, y = getattr(sklearn.datasets, f"load_{name}")(return_X_y=True)
+    elif name in MLBENCH_SETS:
+        frame = MLBENCH_SETS[name]
+        x, y = parse_rda(deb_member(fetch_debian(MLBENCH, Path(cache)), f"{MLBENCH_DATA}/{frame}.rda"), frame)
     elif name in SOURCES:
         source = SOURCES[name]
         x, y = source.parse([_read(fetch(url, sha, Path(cache))) for url, sha in source.files])

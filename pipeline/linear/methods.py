@@ -20,7 +20,7 @@ from pipeline.linear.lanml import (
     pair_gradient,
     pnca_value_and_gradient,
     solve_factored,
-    solve_projected_gradient,
+    solve_quasi_newton,
 )
 
 
@@ -28,19 +28,24 @@ def fit_euclidean(x, y, random_state: int = 0) -> np.ndarray:
     return np.eye(x.shape[1])
 
 
-def fit_lanml_minus(x, y, lam: float, gamma1: float, gamma2: float, k_similar: int = 10, tol: float = 1e-9,
-                    smoothing_min: float = 1e-6, random_state: int = 0) -> np.ndarray:
+def fit_lanml_minus(x, y, lam: float, gamma1: float, gamma2: float, k_similar: int = 10, tol: float = 1e-7,
+                    smoothing_min: float = 1e-4, m0: np.ndarray | None = None, random_state: int = 0) -> np.ndarray:
+    """Convex (Lemma 3), so any start reaches the optimum: `m0` (a warm start, e.g. the neighbouring
+    grid point's solution) or I / sqrt(N) like LANML+."""
     if gamma1 >= 0 or gamma2 <= 0:
         raise LANMLError(f"LANML- needs gamma1 < 0 < gamma2, got gamma1={gamma1}, gamma2={gamma2}")
     problem = LANMLProblem(x, neighbourhoods(x, y, k_similar), gamma1, gamma2, lam)
-    return solve_projected_gradient(problem, tol=tol, mu_min=smoothing_min)
+    start = np.eye(x.shape[1]) / np.sqrt(len(x)) if m0 is None else m0
+    return solve_quasi_newton(problem, start, tol=tol, mu_min=smoothing_min)[0]
 
 
-def fit_lanml_plus(x, y, lam: float, gamma1: float, gamma2: float, random_state: int = 0) -> np.ndarray:
+def fit_lanml_plus(x, y, lam: float, gamma1: float, gamma2: float, tol: float = 1e-7, smoothing_min: float = 1e-4,
+                   random_state: int = 0) -> np.ndarray:
+    """Not convex: from M0 = I / sqrt(N) (section 7.1.2) every time, so no warm start."""
     if gamma1 <= 0 or gamma2 <= 0:
         raise LANMLError(f"LANML+ needs gamma1 > 0 and gamma2 > 0, got gamma1={gamma1}, gamma2={gamma2}")
     problem = LANMLProblem(x, neighbourhoods(x, y, None), gamma1, gamma2, lam)
-    return solve_factored(lambda m: problem.value_and_gradient(m, 1e-3), x.shape[1], len(x))
+    return solve_quasi_newton(problem, np.eye(x.shape[1]) / np.sqrt(len(x)), tol=tol, mu_min=smoothing_min)[0]
 
 
 def fit_pnca(x, y, alpha: float, random_state: int = 0) -> np.ndarray:
@@ -60,8 +65,12 @@ def fit_nca(x, y, random_state: int = 0) -> np.ndarray:
 
 
 def fit_lmnn(x, y, regularization: float = 0.5, n_neighbors: int = 3, random_state: int = 0) -> np.ndarray:
+    """metric-learn's LMNN. Its target neighbours are same-class samples, so a class of c samples allows at
+    most c - 1 of them: n_neighbors is capped there (choice: Glass's smallest class has 9 samples, about 5
+    in a cross-validation fold, below the paper's grid of 4..10; metric-learn would refuse the fit)."""
     from metric_learn import LMNN
 
+    n_neighbors = min(n_neighbors, int(np.unique(y, return_counts=True)[1].min()) - 1)
     return _metric_learn(LMNN(n_neighbors=n_neighbors, regularization=regularization,
                               random_state=random_state).fit(x, y))
 
@@ -91,6 +100,7 @@ def fit_gmml(x, y, t: float = 0.5, reg: float = 1e-3, random_state: int = 0) -> 
     return (m + m.T) / 2
 
 
+WARM_STARTED = ("lanml_minus",)  # convex methods that accept m0 (protocol.py warm-starts them along the grid)
 METHODS: dict[str, Callable] = {
     "euclidean": fit_euclidean,
     "lanml_minus": fit_lanml_minus,

@@ -21,7 +21,7 @@ from sklearn.neighbors import NearestNeighbors
 from sklearn.pipeline import make_pipeline
 from sklearn.preprocessing import StandardScaler
 
-from pipeline.linear.methods import METHODS, transform
+from pipeline.linear.methods import METHODS, WARM_STARTED, transform
 from pipeline.parallel import run_jobs
 
 
@@ -55,14 +55,20 @@ def split_parts(x, y, split_seed: int, test_fraction: float, pca_dims: int):
     return prep.transform(x_train), prep.transform(x_test), y_train, y_test
 
 
-def cv_accuracies(x_train, y_train, method: str, setting: dict, max_k: int, folds: int, seed: int) -> np.ndarray:
-    """Mean validation accuracy of one hyperparameter setting for K = 1..max_k, by stratified k-fold CV."""
-    acc = np.zeros(max_k)
+def cv_accuracies(x_train, y_train, method: str, settings: list[dict], max_k: int, folds: int,
+                  seed: int) -> list[np.ndarray]:
+    """Mean validation accuracy of every hyperparameter setting for K = 1..max_k, by stratified k-fold CV.
+    A convex method (methods.WARM_STARTED) starts each setting from the previous setting's solution on
+    the same fold (a warm start along the grid; the optimum does not depend on the start)."""
+    acc = [np.zeros(max_k) for _ in settings]
     for fit_rows, val_rows in StratifiedKFold(n_splits=folds, shuffle=True, random_state=seed).split(x_train, y_train):
-        m = METHODS[method](x_train[fit_rows], y_train[fit_rows], random_state=seed, **setting)
-        acc += knn_accuracies(transform(x_train[fit_rows], m), y_train[fit_rows], transform(x_train[val_rows], m),
-                              y_train[val_rows], max_k)
-    return acc / folds
+        m = None
+        for i, setting in enumerate(settings):
+            warm = {"m0": m} if method in WARM_STARTED and m is not None else {}
+            m = METHODS[method](x_train[fit_rows], y_train[fit_rows], random_state=seed, **setting, **warm)
+            acc[i] += knn_accuracies(transform(x_train[fit_rows], m), y_train[fit_rows],
+                                     transform(x_train[val_rows], m), y_train[val_rows], max_k)
+    return [a / folds for a in acc]
 
 
 def choose(settings: list[dict], accuracies: list[np.ndarray]) -> tuple[dict, int, float]:
@@ -85,10 +91,10 @@ def test_fit(x_train, x_test, y_train, y_test, method: str, setting: dict, k: in
             "accuracy_best_k_on_test": float(acc.max()), "fit_seconds": fit_seconds}
 
 
-def _cv_job(job: tuple) -> np.ndarray:
-    x, y, method, setting, split_seed, cfg = job
+def _cv_job(job: tuple) -> list[np.ndarray]:
+    x, y, method, settings, split_seed, cfg = job
     x_train, _, y_train, _ = split_parts(x, y, split_seed, cfg.test_fraction, cfg.pca_dims)
-    return cv_accuracies(x_train, y_train, method, setting, cfg.max_k, cfg.cv_folds, split_seed)
+    return cv_accuracies(x_train, y_train, method, settings, cfg.max_k, cfg.cv_folds, split_seed)
 
 
 def _test_job(job: tuple) -> dict:
@@ -100,17 +106,20 @@ def _test_job(job: tuple) -> dict:
 def compare_methods(x, y, cfg, seed: int) -> dict:
     """Every method of `cfg` (the lanml params section) over cfg.repeats splits: per-split results and
     mean / sample std of the accuracies (in %) and of the fit time. Split r uses the same seed for every
-    method, so all methods see the same splits. The cross-validation of every (method, split, setting)
-    and then the refit of every chosen setting run as jobs on ``cfg.workers`` processes."""
+    method, so all methods see the same splits. The cross-validation of every (method, split) (all
+    settings of the grid in one job, so that convex methods warm-start along it) and then the refit of
+    every chosen setting run as jobs on ``cfg.workers`` processes."""
     splits = []  # (method, split seed, settings)
     for method in cfg.methods:
         grid = dict(cfg.grids.get(method, {}))
+        if method in ("lanml_minus", "lanml_plus"):
+            grid.update(tol=[cfg.solver_tol], smoothing_min=[cfg.smoothing_min])
         if method == "lanml_minus":
-            grid.update(k_similar=[cfg.k_similar], tol=[cfg.solver_tol], smoothing_min=[cfg.smoothing_min])
+            grid.update(k_similar=[cfg.k_similar])
         splits += [(method, seed + r, grid_settings(grid)) for r in range(cfg.repeats)]
-    cv_jobs = [(x, y, method, setting, split_seed, cfg) for method, split_seed, settings in splits for setting in settings]
-    accuracies = iter(run_jobs(_cv_job, cv_jobs, cfg.workers, threads=1, desc="lanml cross-validation"))
-    chosen = [choose(settings, [next(accuracies) for _ in settings]) for _, _, settings in splits]
+    cv_jobs = [(x, y, method, settings, split_seed, cfg) for method, split_seed, settings in splits]
+    accuracies = run_jobs(_cv_job, cv_jobs, cfg.workers, threads=1, desc="lanml cross-validation")
+    chosen = [choose(settings, acc) for (_, _, settings), acc in zip(splits, accuracies)]
     test_jobs = [(x, y, method, setting, k, split_seed, cfg)
                  for (method, split_seed, _), (setting, k, _) in zip(splits, chosen)]
     out = {}

@@ -39,3 +39,27 @@ def lanml_markdown(results: list[dict], reference: pd.DataFrame, decimals: int) 
                          f"| {paper_text} | {diff} |")
         lines.append("")
     return "\n".join(lines)
+
+
+def timing_markdown(results: list[dict], decimals: int) -> str:
+    """ANML section 7.1.3 as measured: per data set the best process CPU time of LANML-, LANML+ and
+    LMNN-<Kt>, the test accuracies at the default and a strict tolerance, the work of the LANML solver
+    with and without screening, and the LMNN / LANML fit-time ratios (the paper: about 10)."""
+    f = f".{decimals}f"
+    lines = ["| data set | method | CPU s (best) | accuracy | accuracy, strict tolerance | objective gap to strict "
+             "| evaluations | distances (screened / all) |", "|---|---|---|---|---|---|---|---|"]
+    ratio_lines = ["| data set | " + " | ".join(f"LMNN-{t} / {PAPER_NAMES[m]}" for m in ("lanml_minus", "lanml_plus")
+                                                for t in (4, 5, 6, 7)) + " |", "|---|" + "---|" * 8]
+    for r in results:
+        name = f"{r['dataset']} ({r['train_samples']} x {r['features']})"
+        for method, m in r["methods"].items():
+            label = PAPER_NAMES.get(method) or f"LMNN-{method.split('_')[1]}"
+            if "strict_accuracy" in m:
+                gap = (m["objective"] - m["strict_objective"]) / abs(m["strict_objective"])
+                extra = (f"{m['strict_accuracy']:{f}} | {gap:.1e} | {m['evaluations']} "
+                         f"| {m['pairs'] / m['pairs_unscreened']:.2f} |")
+            else:
+                extra = "- | - | - | - |"
+            lines.append(f"| {name} | {label} | {m['cpu_seconds']:.3f} | {m['accuracy']:{f}} | {extra}")
+        ratio_lines.append(f"| {r['dataset']} | " + " | ".join(f"{v:.1f}" for v in r["ratios"].values()) + " |")
+    return "\n".join(lines + ["", "LMNN / LANML fit-time ratios (CPU time):", ""] + ratio_lines) + "\n"
