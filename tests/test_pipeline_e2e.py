@@ -53,7 +53,7 @@ FIGURES = ("ccp_proxies_pool", "ccp_lambda", "profs_lambda", "profs_m", "ccp_los
 
 def test_repro_builds_every_output(repo):
     out = sh(DVC + ["repro"], repo)
-    expected = {"prepare", "embed", "poc", "report", "lanml@iris", "evaluate", "train@ms", "train@proxy_anchor",
+    expected = {"prepare", "embed", "poc", "report", "lanml@iris", "lanml_timing", "evaluate", "train@ms", "train@proxy_anchor",
                 "train_ccp_base@c2-loss_proxy",
                 "train_ccp@c2-ccp", "train_profs@ms-plain", "train_profs@ms-profs_hncm", "ablation@ccp",
                 "ablation@profs"}
@@ -86,6 +86,8 @@ def test_repro_builds_every_output(repo):
     assert len((reports / "ablations" / "ccp.csv").read_text().splitlines()) == 1 + 4 + 2
     lanml = (reports / "lanml.md").read_text()
     assert "## iris (150 samples, 4 features, 3 classes)" in lanml and "| lanml_minus |" in lanml
+    timing = (reports / "lanml_timing.md").read_text()
+    assert "| iris (105 x 4) | LANML- |" in timing and "| iris (105 x 4) | LMNN-7 |" in timing
     shown = sh(DVC + ["metrics", "show", "--json"], repo)
     assert "map_at_r" in shown and "c2_ccp" in shown
     plots = sh(DVC + ["plots", "show", "--json"], repo)
