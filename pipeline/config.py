@@ -53,12 +53,17 @@ class ExperimentConfig:
 
 BENCHMARK_NAMES = ["cub", "cars196", "sop", "inshop"]  # pipeline/data/benchmarks.py
 SETTINGS = ["mlrc", "conventional"]  # the presets a real data set selects (params.yaml presets)
+EMBEDDED_NAMES = ["digit_pairs", "emoji"]  # installed offline; emoji applies presets.emoji only (frozen features)
+EMOJI_SET_NAMES = ["noto", "noto-v1", "twemoji", "openmoji", "fluent-emoji", "fluent-emoji-flat",
+                   "fluent-emoji-high-contrast", "emojione", "emojione-v1", "emojione-monotone",
+                   "streamline-emojis"]  # pipeline/data/emoji.py EMOJI_SETS
 
 
 @dataclass
 class DataConfig:
-    # digit_pairs: the embedded default; the real benchmarks select presets.<setting> then presets.<name>
-    name: str = param("digit_pairs", choices=["digit_pairs", *BENCHMARK_NAMES])
+    # digit_pairs: the embedded default; emoji: the real-image default (presets.emoji); the real benchmarks
+    # select presets.<setting> then presets.<name>
+    name: str = param("digit_pairs", choices=[*EMBEDDED_NAMES, *BENCHMARK_NAMES])
     setting: str = param("mlrc", choices=SETTINGS)
     # real data sets: a folder with the data set's files (archives or extracted), or its single archive;
     # "" = download into download_dir (from mirror/<file name> when a mirror is given)
@@ -71,6 +76,11 @@ class DataConfig:
     train_instance_fraction: float = param(0.5, gt=0.0, lt=1.0)
     # number of classes of the digit-pair set (at most 100 ordered pairs)
     num_classes: int = param(100, ge=4, le=100)
+    # emoji: the Iconify emoji sets drawn (one image per set per class), the number of them that must hold
+    # an emoji for it to be a class, and the rendered image side in pixels
+    emoji_sets: list[str] = param(list(EMOJI_SET_NAMES), choices=EMOJI_SET_NAMES)
+    emoji_min_sets: int = param(8, ge=2)
+    render_size: int = param(224, ge=16)
 
 
 @dataclass
@@ -805,7 +815,8 @@ def _merge(base: dict, override: dict) -> dict:
 def _apply_presets(data: dict, source: str) -> tuple[dict, str]:
     """The effective params: for a real data set, ``presets.<data.setting>`` and then ``presets.<data.name>``
     merged over the sections (they win over the sections' values, which are the embedded default's; tune a
-    preset's value under presets.<name>). Every preset is checked against the schema, selected or not.
+    preset's value under presets.<name>); for the emoji default, ``presets.emoji`` alone (its frozen-feature
+    settings are not the papers' finetune settings that presets.<setting> holds). Every preset is checked against the schema, selected or not.
     Returns the params and a note naming the applied presets (for error messages)."""
     presets = data.get("presets") or {}
     if not isinstance(presets, dict):
@@ -818,8 +829,9 @@ def _apply_presets(data: dict, source: str) -> tuple[dict, str]:
                 raise ParamsError(f"{source}: {key}: must be empty ({{}}): the embedded default's values are the "
                                   "sections themselves")
             continue
-        if name not in SETTINGS + BENCHMARK_NAMES:
-            raise ParamsError(f"{source}: {key}: unknown preset (valid: {', '.join(SETTINGS + BENCHMARK_NAMES)})")
+        valid = SETTINGS + EMBEDDED_NAMES[1:] + BENCHMARK_NAMES
+        if name not in valid:
+            raise ParamsError(f"{source}: {key}: unknown preset (valid: {', '.join(valid)})")
         if not isinstance(preset, dict) or "presets" in preset or "name" in (preset.get("data") or {}):
             raise ParamsError(f"{source}: {key}: must be a mapping of sections, without presets or data.name")
         for section, values in _rename_keywords(preset).items():  # each section against its own schema only
@@ -836,9 +848,13 @@ def _apply_presets(data: dict, source: str) -> tuple[dict, str]:
                 raise ParamsError(_format_omegaconf_error(err, source, prefix=f"{key}.{section}.")) from err
     section = data.get("data") or {}
     name, setting = section.get("name", "digit_pairs"), section.get("setting", "mlrc")
-    if name not in BENCHMARK_NAMES or setting not in SETTINGS:
+    if name in EMBEDDED_NAMES[1:]:
+        chosen = (name,)
+    elif name in BENCHMARK_NAMES and setting in SETTINGS:
+        chosen = (setting, name)
+    else:
         return data, ""
-    applied = [k for k in (setting, name) if k in presets]
+    applied = [k for k in chosen if k in presets]
     for k in applied:
         data = _merge(data, presets[k])
     return data, f" (after applying {', '.join(f'presets.{k}' for k in applied)})" if applied else ""

@@ -66,8 +66,10 @@ def load(params, args) -> dict:
 def context_lines(params, inputs) -> str:
     first = next(iter(inputs["metrics"].values()))
     dataset = paper_dataset(params.data.name)
+    embedded = {"digit_pairs": "the embedded default, made from scikit-learn's bundled digits",
+                "emoji": "the real-image default: emoji drawn by different artists' sets, an SOP-shaped stand-in"}
     where = (f"**{params.data.name}** (the {dataset} benchmark)" if dataset else
-             f"**{params.data.name}** (the embedded default, made from scikit-learn's bundled digits; these numbers "
+             f"**{params.data.name}** ({embedded[params.data.name]}; these numbers "
              "are not a reproduction of CUB / Cars196 / SOP / In-shop results)")
     return (f"- data set: {where}\n"
             f"- test set: {first['num_test_images']} images of {first['num_test_classes']} unseen classes\n"

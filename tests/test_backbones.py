@@ -125,3 +125,62 @@ def test_bn_inception_input_scaling_and_mlrc_crops():
     assert torch.allclose(x[:, 100, 100], torch.tensor([-74.0, -97.0, -118.0]), atol=1e-4)
     torch.manual_seed(0)
     assert train_transform(cfg, pad=0)(image).shape == (3, 227, 227)
+
+
+def _imagenet_input(image: np.ndarray, size: int) -> torch.Tensor:
+    """Centre square, resized, ImageNet mean/std: the efficientnet_lite_pytorch package's preprocessing."""
+    im = Image.fromarray(image)
+    side = min(im.size)
+    left, top = (im.size[0] - side) // 2, (im.size[1] - side) // 2
+    im = im.crop((left, top, left + side, top + side)).resize((size, size), Image.BILINEAR)
+    x = torch.tensor(np.asarray(im), dtype=torch.float32).permute(2, 0, 1)[None] / 255
+    return (x - torch.tensor([0.485, 0.456, 0.406]).view(3, 1, 1)) / torch.tensor([0.229, 0.224, 0.225]).view(3, 1, 1)
+
+
+def test_efficientnet_lite0_packaged_weights_recognise_imagenet_classes(tmp_path):
+    """The packaged weights in the package's model definition classify real photos (scikit-learn's two sample
+    images) as ImageNet would: the temple as bell cote / palace, the flower as daisy. Random or wrongly mapped
+    weights do not."""
+    from sklearn.datasets import load_sample_images
+
+    path = backbones.fetch_imagenet_weights("efficientnet_lite0", tmp_path)
+    assert path.name == "efficientnet-lite0-57934424.pth" and not (tmp_path / "weights").exists()  # nothing fetched
+    model = backbones.efficientnet_lite("efficientnet_lite0", 224)
+    backbones.load_weights(model, path)
+    assert _count(model) == 4_652_008  # 4.65 M parameters (the file also holds BatchNorm statistics)
+    samples = load_sample_images()
+    x = torch.cat([_imagenet_input(img, 224) for img in samples.images])  # china.jpg, flower.jpg
+    with torch.no_grad():
+        top = model.eval()(x).topk(2).indices.tolist()
+    assert set(top[0]) == {442, 698}  # bell cote, palace
+    assert top[1][0] == 985  # daisy
+    random = backbones.efficientnet_lite("efficientnet_lite0", 224).eval()
+    with torch.no_grad():
+        assert random(x).argmax(1).tolist() != [442, 985]
+
+
+def test_efficientnet_lite0_trunk_and_a_wrong_weights_file(tmp_path):
+    cfg = BackboneConfig(name="efficientnet_lite0", weights="imagenet", input_size=128, pooling="avg")
+    net = build_backbone(cfg, tmp_path).eval()
+    assert net.trunk.net._fc is None  # no classifier in the trunk
+    with torch.no_grad():
+        assert net.trunk(torch.zeros(2, 3, 128, 128)).shape == (2, 1280, 4, 4)
+        assert net(torch.zeros(2, 3, 128, 128)).shape == (2, 1280)
+    bad = tmp_path / "not-lite0.pth"
+    torch.save(BNInception(num_classes=1000).state_dict(), bad)
+    with pytest.raises(BackboneError, match=r"not-lite0.pth does not match the model \(\d+ missing keys"):
+        build_backbone(dataclasses.replace(cfg, weights=str(bad)), tmp_path)
+
+
+def test_packaged_weights_are_checked_against_the_hash_in_their_name(tmp_path, monkeypatch):
+    from pipeline.download import DownloadError
+
+    package = tmp_path / "fake_weights_pkg"
+    (package / "models").mkdir(parents=True)
+    (package / "__init__.py").write_text("")
+    (package / "models" / "lite-0123abcd.pth").write_bytes(b"not the weights")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    monkeypatch.setitem(backbones.PACKAGED_WEIGHTS, "efficientnet_lite0", ("fake_weights_pkg", "models/lite-0123abcd.pth"))
+    with pytest.raises(DownloadError, match=r"lite-0123abcd.pth: SHA256 [0-9a-f]+ does not match the recorded 0123abcd"):
+        backbones.fetch_imagenet_weights("efficientnet_lite0", tmp_path)
+    assert (package / "models" / "lite-0123abcd.pth").exists()  # an installed file is never deleted

