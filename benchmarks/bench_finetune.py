@@ -1,5 +1,6 @@
-"""Benchmark: finetune-mode training throughput (images/s) of BN-Inception and ResNet50 under the MLRC
-preset, with and without mixed precision, on a synthetic CUB-sized image set.
+"""Benchmark: finetune-mode training throughput (images/s) of BN-Inception, ResNet50 and EfficientNet-Lite0
+under the MLRC preset (224 px crops for EfficientNet-Lite0, its native size), with and without mixed precision,
+on a synthetic CUB-sized image set.
 
 Writes `--classes` x `--per-class` random JPEGs (CUB: 100 training classes, ~60 images each, ~500 x 375
 pixels) into a temporary folder, then trains with the pipeline's own pieces (the preset's transforms,
@@ -8,6 +9,7 @@ MPerClassSampler batches, DataLoader workers, pipeline.training.Stepper) for `--
 without CUDA the fp16/bf16 rows fall back to fp32 (autocast is CUDA-only here) and are skipped.
 
     python benchmarks/bench_finetune.py --steps 300 --workers 8          # on a GPU machine
+    python benchmarks/bench_finetune.py --backbones efficientnet_lite0   # one backbone
     python benchmarks/bench_finetune.py --steps 3 --warmup 1 --classes 8 --per-class 8 --workers 0   # smoke test
 """
 
@@ -86,6 +88,7 @@ def main():
     parser.add_argument("--per-class", type=int, default=60)
     parser.add_argument("--workers", type=int, default=8)
     parser.add_argument("--params", default="params.yaml")
+    parser.add_argument("--backbones", nargs="+", default=["bn_inception", "resnet50", "efficientnet_lite0"])
     args = parser.parse_args()
     base = to_dict(load_params(args.params))  # effective params; the presets apply below
     raw = copy.deepcopy(base)
@@ -96,15 +99,17 @@ def main():
     with tempfile.TemporaryDirectory() as tmp:
         synthetic_set(Path(tmp), args.classes, args.per_class)
         manifest = read_manifest(tmp)
-        for name in ("bn_inception", "resnet50"):
+        for name in args.backbones:
             for amp in ("fp32", "bf16", "fp16"):
                 if amp != "fp32" and device.type != "cuda":
                     continue
                 preset = copy.deepcopy(base["presets"]["mlrc"])
                 preset["backbone"].update(name=name, weights="")
                 preset["train"].update(amp=amp, num_workers=args.workers)
-                if name == "resnet50":  # torchvision weights: RGB input with ImageNet mean/std
+                if name != "bn_inception":  # torchvision and EfficientNet-Lite weights: RGB input, ImageNet mean/std
                     preset["backbone"].update(input_space="rgb", mean=[0.485, 0.456, 0.406], std=[0.229, 0.224, 0.225])
+                if name == "efficientnet_lite0":
+                    preset["backbone"].update(input_size=224)
                 raw["presets"]["mlrc"] = preset
                 params = params_from_dict(raw)
                 rate = throughput(params, manifest, device, args.steps, args.warmup)
