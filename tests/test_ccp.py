@@ -8,10 +8,12 @@ import pytest
 import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from pytorch_metric_learning import distances, losses, reducers
+from pytorch_metric_learning.utils import loss_and_miner_utils as lmu
 
 from pipeline.config import CCPConfig, ParamsError, params_from_dict
 from pipeline.experiment import train_fold
-from pipeline.losses.pair_losses import build_pair_loss
+from pipeline.losses.pair_losses import all_triplet_indices, build_pair_loss
 from pipeline.methods.ccp import CCPObjective
 from pipeline.methods.kcenter import covering_radius, greedy_k_center
 from pipeline.methods.objective import projection_penalty
@@ -138,6 +140,30 @@ def test_triplet_against_proxies():
     t1 = max(0.0, math.sqrt(0.8) - math.sqrt(2.0) + m)  # anchor e1: positive p0, negative p1
     t2 = max(0.0, 2.0 - math.sqrt(0.4) + m)  # anchor e2: positive p1, negative p0
     assert against_proxies("triplet") == pytest.approx((t1 + t2) / 2)
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.integers(0, 4), min_size=1, max_size=12), st.lists(st.integers(0, 4), min_size=1, max_size=12),
+       st.booleans())
+def test_all_triplet_indices_match_the_library_in_order(labels, ref_labels, in_batch):
+    # the same triplets in the same order as pytorch-metric-learning's O(B x M^2) construction,
+    # in batch (an anchor is not its own positive) and against references
+    y = torch.tensor(labels)
+    ref = y if in_batch else torch.tensor(ref_labels)
+    ours = all_triplet_indices(y, ref)
+    theirs = lmu.get_all_triplets_indices(y, ref)
+    assert all(torch.equal(a, b) for a, b in zip(ours, theirs, strict=True))
+
+
+def test_triplet_loss_is_bit_identical_to_the_library():
+    torch.manual_seed(0)
+    x, ref = torch.randn(16, 8), torch.randn(40, 8)
+    y, ref_y = torch.randint(0, 10, (16,)), torch.arange(10).repeat_interleave(4)
+    ours = build_pair_loss("triplet", loss_cfg())
+    theirs = losses.TripletMarginLoss(margin=0.5, distance=distances.LpDistance(normalize_embeddings=False),
+                                      reducer=reducers.MeanReducer())
+    assert torch.equal(ours(x, y, ref_emb=ref, ref_labels=ref_y), theirs(x, y, ref_emb=ref, ref_labels=ref_y))
+    assert torch.equal(ours(x, y), theirs(x, y))
 
 
 def test_ms_against_proxies():

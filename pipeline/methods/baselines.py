@@ -14,6 +14,7 @@ from pytorch_metric_learning import distances, losses, miners, reducers, regular
 
 from pipeline.config import BaselineConfig, TrainConfig
 from pipeline.losses.anml import DANMLLoss, ImprovedLiftedLoss, ImprovedNPairLoss
+from pipeline.losses.pair_losses import AllTripletMarginLoss
 from pipeline.losses.quadruplet import QuadrupletLoss
 from pipeline.methods.objective import Objective
 from pipeline.miners import RhoSwitchMiner, TripletPerAnchorMiner
@@ -37,7 +38,7 @@ def build_loss(cfg, num_classes: int, embedding_dim: int) -> torch.nn.Module:
     if name == "c1":
         return losses.ContrastiveLoss(pos_margin=1.0, neg_margin=cfg.neg_margin, distance=distances.CosineSimilarity())
     if name == "triplet":
-        return losses.TripletMarginLoss(margin=cfg.margin, distance=_euclidean())
+        return AllTripletMarginLoss(margin=cfg.margin, distance=_euclidean())
     if name == "margin":
         return losses.MarginLoss(margin=cfg.margin, beta=cfg.beta, learn_beta=cfg.learn_beta, distance=_euclidean())
     if name == "multi_similarity":
