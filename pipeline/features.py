@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+import time
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -53,11 +54,16 @@ def extract_features(manifest: Manifest, cfg: BackboneConfig, device: torch.devi
     loader = DataLoader(ManifestImages(manifest, rows, eval_transform(cfg)), batch_size=cfg.embed_batch_size,
                         shuffle=False, num_workers=num_workers, pin_memory=device.type == "cuda")
     chunks = []
-    for x, _ in tqdm(loader, desc=f"embed ({cfg.name})", unit="batch"):
-        x = x.to(device, non_blocking=True)
-        out = x.flatten(1) if backbone is None else backbone(x)
-        chunks.append(out.flatten(1).float().cpu().numpy())
+    start = time.perf_counter()
+    with tqdm(total=len(rows), desc=f"embed ({cfg.name})", unit="img") as progress:
+        for x, _ in loader:
+            x = x.to(device, non_blocking=True)
+            out = x.flatten(1) if backbone is None else backbone(x)
+            chunks.append(out.flatten(1).float().cpu().numpy())
+            progress.update(len(x))
     feats = np.concatenate(chunks).astype(np.float32)
-    log.info("features: %d x %d from %s", *feats.shape, cfg.name)
+    # the rate goes to the log only: a clock reading in the cache would make it differ on every run
+    log.info("features: %d x %d from %s, %.1f images/s on %s", *feats.shape, cfg.name,
+             len(rows) / (time.perf_counter() - start), device)
     t = manifest.table
     return FeatureCache(feats, t["label"].to_numpy(np.int64), t["split"].to_numpy(str), t["fold"].to_numpy(np.int64))

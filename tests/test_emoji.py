@@ -56,14 +56,14 @@ def _tarball(icons: dict, aliases: dict | None = None) -> bytes:
 @pytest.fixture
 def three_sets(tmp_path, monkeypatch):
     """Three emoji sets as npm tarballs in a source folder, registered with their SHA-256: 12 classes in all three,
-    one in two sets, one in one."""
+    one in two sets (by an alias in one), one in one."""
     colours = ["#%02x%02x%02x" % (20 * i, 255 - 20 * i, 40) for i in range(12)]
     shared = {f"emoji-{i:02d}": {"body": f'<circle cx="8" cy="8" r="{2 + i % 6}" fill="{c}"/>'}
               for i, c in enumerate(colours)}
-    contents = {"s1": _tarball({**shared, "only-two": {"body": SQUARE}, "lonely": {"body": SQUARE}}),
-                "s2": _tarball({k: v for k, v in shared.items() if k != "emoji-03"}, {"emoji-03": {"parent": "emoji-04"},
+    contents = {"noto": _tarball({**shared, "only-two": {"body": SQUARE}, "lonely": {"body": SQUARE}}),
+                "twemoji": _tarball({k: v for k, v in shared.items() if k != "emoji-03"}, {"emoji-03": {"parent": "emoji-04"},
                                                                                         "only-two": {"parent": "emoji-00"}}),
-                "s3": _tarball({**shared, "emoji-05-medium-skin-tone": {"body": SQUARE}})}
+                "openmoji": _tarball({**shared, "emoji-05-medium-skin-tone": {"body": SQUARE}})}
     source = tmp_path / "source"
     source.mkdir()
     specs = {}
@@ -78,11 +78,11 @@ def three_sets(tmp_path, monkeypatch):
 def test_prepared_emoji_data_set(three_sets, tmp_path):
     out = tmp_path / "prepared"
     out.mkdir()
-    emoji.write_emoji(out, ["s1", "s2", "s3"], 2, 24, 2, 0, tmp_path / "cache", str(three_sets))
+    emoji.write_emoji(out, ["noto", "twemoji", "openmoji"], 2, 24, 2, 0, tmp_path / "cache", str(three_sets))
     manifest = read_manifest(out)
     classes = pd.read_csv(out / "classes.csv")
-    assert len(classes) == 13 and "lonely" not in set(classes.name)  # 12 shared + only-two (s1, s2 by alias)
-    assert classes.set_index("name").loc["only-two", "sets"] == "s1 s2"
+    assert len(classes) == 13 and "lonely" not in set(classes.name)  # 12 shared + only-two (noto, twemoji by alias)
+    assert classes.set_index("name").loc["only-two", "sets"] == "noto twemoji"
     table = manifest.table
     assert len(table) == 12 * 3 + 2
     assert (table.groupby("label").size() >= 2).all()
@@ -93,7 +93,7 @@ def test_prepared_emoji_data_set(three_sets, tmp_path):
     assert first.shape == (24, 24, 3)
     again = tmp_path / "again"
     again.mkdir()
-    emoji.write_emoji(again, ["s1", "s2", "s3"], 2, 24, 2, 0, tmp_path / "cache", str(three_sets))
+    emoji.write_emoji(again, ["noto", "twemoji", "openmoji"], 2, 24, 2, 0, tmp_path / "cache", str(three_sets))
     assert (out / "manifest.csv").read_bytes() == (again / "manifest.csv").read_bytes()  # seeded
     assert np.array_equal(first, np.asarray(Image.open(again / table.path[0])))
 
@@ -102,13 +102,39 @@ def test_bad_input_is_named(three_sets, tmp_path):
     out = tmp_path / "prepared"
     out.mkdir()
     with pytest.raises(DataError, match="data.emoji_sets: unknown set 'nope'"):
-        emoji.write_emoji(out, ["s1", "nope"], 2, 24, 2, 0, tmp_path, str(three_sets))
+        emoji.write_emoji(out, ["noto", "nope"], 2, 24, 2, 0, tmp_path, str(three_sets))
     with pytest.raises(DataError, match="data.emoji_min_sets=4 exceeds the 3 sets"):
-        emoji.write_emoji(out, ["s1", "s2", "s3"], 4, 24, 2, 0, tmp_path, str(three_sets))
+        emoji.write_emoji(out, ["noto", "twemoji", "openmoji"], 4, 24, 2, 0, tmp_path, str(three_sets))
     with pytest.raises(DataError, match="leaves 12 emoji classes, too few for 7 folds"):
-        emoji.write_emoji(out, ["s1", "s2", "s3"], 3, 24, 7, 0, tmp_path, str(three_sets))
-    (three_sets / emoji.EMOJI_SETS["s2"].filename).write_bytes(b"tampered")
-    with pytest.raises(DataError, match=r"iconify-json-s2-1.0.0.tgz: SHA-256 does not match the recorded"):
-        emoji.write_emoji(out, ["s1", "s2", "s3"], 2, 24, 2, 0, tmp_path, str(three_sets))
-    with pytest.raises(DataError, match=r"not found \(data.source names a folder without @iconify-json/s1"):
-        emoji.write_emoji(out, ["s1", "s2"], 2, 24, 2, 0, tmp_path, str(tmp_path / "empty"))
+        emoji.write_emoji(out, ["noto", "twemoji", "openmoji"], 3, 24, 7, 0, tmp_path, str(three_sets))
+    (three_sets / emoji.EMOJI_SETS["twemoji"].filename).write_bytes(b"tampered")
+    with pytest.raises(DataError, match=r"iconify-json-twemoji-1.0.0.tgz: SHA-256 does not match the recorded"):
+        emoji.write_emoji(out, ["noto", "twemoji", "openmoji"], 2, 24, 2, 0, tmp_path, str(three_sets))
+    with pytest.raises(DataError, match=r"not found \(data.source names a folder without @iconify-json/noto"):
+        emoji.write_emoji(out, ["noto", "twemoji"], 2, 24, 2, 0, tmp_path, str(tmp_path / "empty"))
+
+
+def test_data_name_emoji_selects_its_preset_and_the_stages_run(three_sets, tmp_path, tiny_dict):
+    """One change (data.name=emoji) selects presets.emoji alone (not the papers' finetune presets.mlrc); prepare
+    and embed then give the packaged EfficientNet-Lite0's 1280-D ImageNet features of the rendered emoji."""
+    import argparse
+
+    from pipeline.config import params_from_dict
+    from pipeline.io import read_json
+    from stages import embed, prepare
+    from tests.conftest import merge
+
+    raw = merge(tiny_dict, {"data": {"name": "emoji", "emoji_sets": ["noto", "twemoji", "openmoji"], "emoji_min_sets": 2,
+                                     "render_size": 32, "source": str(three_sets)},
+                            "presets": {"emoji": {"backbone": {"input_size": 32}}}})
+    raw["experiment"]["folds"] = [0, 1]
+    params = params_from_dict(raw)
+    assert (params.backbone.name, params.backbone.weights, params.train.mode) == ("efficientnet_lite0", "imagenet", "frozen")
+    assert params.train.embedding_dim == 128 and params.backbone.input_size == 32
+    prepare.main(params, argparse.Namespace(out=str(tmp_path / "prepared")))
+    embed.main(params, argparse.Namespace(data=str(tmp_path / "prepared"), out=str(tmp_path / "features")))
+    with np.load(tmp_path / "features" / "features.npz") as z:
+        assert z["features"].shape == (38, 1280) and np.isfinite(z["features"]).all()
+        assert (z["features"] >= 0).all()  # after ReLU6 and average pooling
+    info = read_json(tmp_path / "features" / "info.json")
+    assert info["description"].startswith("efficientnet_lite0 (ImageNet weights, avg pooling, 32 px input)")
