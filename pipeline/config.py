@@ -467,11 +467,17 @@ class CCPConfig(MethodConfig):
     zero_lambda_first: bool = param(True)
     proxies_per_class: int = param(4, ge=1)
     pool_size: int = param(8, ge=1)
-    patience: int = param(3, ge=1)
+    patience: int = param(3, ge=1)  # epochs without a better validation MAP@R that end a sub-problem
     max_subproblems: int = param(50, ge=1)
     in_batch_weight: float = param(0.1, ge=0.0)
-    proxy_lr: float = param(1e-2, gt=0.0)
-    reducer: str = param("mean", choices=["mean", "avg_nonzero"])
+    # the authors' release, each a choice (pipeline/methods/ccp.py, pipeline/losses/pair_losses.py): proxies at
+    # train.lr x this; Adam's proxy moments kept across re-initialisations; per-loss reductions; C1 / MS on the
+    # dot product of the normalised embeddings; K-center on raw head outputs
+    proxy_lr_multiplier: float = param(1.0, gt=0.0)
+    reset_proxy_optimizer: bool = param(False)
+    reducer: str = param("release", choices=["release", "mean", "avg_nonzero"])
+    similarity: str = param("dot", choices=["dot", "cosine"])
+    kcenter_space: str = param("raw", choices=["raw", "normalized"])
     # the pair losses' settings (C2 is CCP's own; the others share the baselines' schemas)
     c1: CosineContrastiveLossParams = field(default_factory=CosineContrastiveLossParams)
     c2: C2Config = field(default_factory=C2Config)
@@ -496,6 +502,10 @@ class PROFSConfig(MethodConfig):
     pair_sampling: str = param("one_negative_per_positive", choices=["one_negative_per_positive", "all"])
     # learning rate of the loss's own parameters (SoftTriple's centres)
     loss_lr: float = param(1e-2, gt=0.0)
+    # the PROFS family's budget (plain included), 0 = train.max_epochs / train.patience; the real-data presets
+    # set the paper's 100 epochs with the best epoch reported (patience 100)
+    max_epochs: int = param(0, ge=0)
+    patience: int = param(0, ge=0)
     # each loss's settings, in the baselines' schemas (PROFS eq. 4.6 margins for contrastive; SoftTriple
     # without the centre regulariser, tau = 0, as in the PROFS paper's use)
     contrastive: ContrastiveLossParams = field(default_factory=lambda: ContrastiveLossParams(neg_margin=0.8))
@@ -584,6 +594,8 @@ class ReportConfig:
     sort_by: str = param("none", choices=["none", "precision_at_1", "r_precision", "map_at_r", "map_at_c", "nmi", "f1"])
     # runs whose singular value spectra share one figure (each must be trained: experiment.methods, ccp, profs)
     spectrum_runs: list[str] = param(["margin_d", "r_margin_d", "ms", "c2_batch", "c2_ccp"])
+    # resamples of the claims' paired bootstrap over test classes and models (pipeline/reporting/claims.py)
+    bootstrap_samples: int = param(10000, ge=100)
 
 
 @dataclass

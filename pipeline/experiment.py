@@ -21,7 +21,7 @@ from pipeline.methods import build_objective
 from pipeline.models.backbones import build_backbone
 from pipeline.models.embedder import Embedder, build_head
 from pipeline.models.transforms import eval_transform, train_transform
-from pipeline.runs import run_config
+from pipeline.runs import run_config, run_train_config
 from pipeline.runtime import choose_device, derive_seed, seed_everything
 from pipeline.training import FitResult, FoldData, embed, fit
 
@@ -70,8 +70,11 @@ def image_data(manifest: Manifest, params: Params, rows) -> FoldData:
 def train_fold(params: Params, method: str, fold: int, manifest: Manifest, features: FeatureCache | None,
                device: torch.device, seed: int = 0) -> RunResult:
     """Build inputs, model and objective, train with early stopping, embed the test set with the best weights.
-    Initialisation and batches follow (params.seed, method, fold, replicate seed)."""
-    seed_everything(derive_seed(params.seed, method, fold, seed), device)
+
+    Common random numbers: the initial network and the batches follow (params.seed, fold, replicate seed),
+    not the method, so the runs a claim compares start from the same weights and see the same batches until
+    their methods make them differ (CCP and Loss-Proxy are one computation up to CCP's first re-initialisation)."""
+    seed_everything(derive_seed(params.seed, "init", fold, seed), device)
     rows = fold_rows(manifest, fold)
     cfg = run_config(params, method)
     if params.train.mode == "frozen":
@@ -86,7 +89,8 @@ def train_fold(params: Params, method: str, fold: int, manifest: Manifest, featu
     model = Embedder(backbone, build_head(in_dim, params.train.embedding_dim, params.train.head_hidden),
                      cfg.embedding_norm, params.backbone.freeze_bn)
     objective = build_objective(params, method, len(np.unique(data.train_labels)), params.train.embedding_dim)
-    result = fit(model, objective, data, params.train, device, desc=f"{method}-{fold}")
+    result = fit(model, objective, data, run_train_config(params, method), device, desc=f"{method}-{fold}",
+                 batch_seed=derive_seed(params.seed, "batches", fold, seed))
     model.load_state_dict(result.best_state["model"])
     test_embeddings = embed(model, data.test, device, params.train.num_workers, params.train.amp)
     return RunResult(model, result, objective.diagnostics, test_embeddings, data.test_labels, manifest.is_query(rows[2]))
@@ -106,8 +110,9 @@ def train_and_save(job: FoldJob) -> FoldOutcome:
             np.savez(fh, embeddings=result.test_embeddings, labels=result.test_labels, query=result.test_query)
         write_json(out / "summary.json", {
             "method": job.method, "fold": job.fold, "seed": job.seed, "best_epoch": result.fit.best_epoch,
-            "epochs_run": len(result.fit.history) - 1, "best_val_map_at_r": result.fit.best_val_map_at_r,
-            "params": to_dict(run_config(params, job.method)),
+            "epochs_run": len(result.fit.history) - 1, "stop_reason": result.fit.stop_reason,
+            "best_val_map_at_r": result.fit.best_val_map_at_r, "params": to_dict(run_config(params, job.method)),
+            "train": to_dict(run_train_config(params, job.method)),
         })
     metrics = (evaluate_embeddings(result.test_embeddings, result.test_labels, params.eval, params.seed, result.test_query)
                if job.evaluate else None)

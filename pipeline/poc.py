@@ -72,8 +72,9 @@ def run_poc(params: Params, variant: str, data: FoldData, device: torch.device, 
                                 classes_per_batch=min(params.train.classes_per_batch, 10))
     seed_everything(derive_seed(params.seed, "poc", seed))  # the same initial network for every variant
     model = Embedder(None, build_head(data.train[0][0].numel(), 2, poc.hidden), "lipschitz")
-    objective = CCPObjective(ccp, poc.loss, variant, 10, 2)
-    result = fit(model, objective, data, train, device, desc=f"poc-{variant}")
+    objective = CCPObjective(ccp, poc.loss, variant, 10, 2, train.lr * ccp.proxy_lr_multiplier)
+    result = fit(model, objective, data, train, device, desc=f"poc-{variant}",
+                 batch_seed=derive_seed(params.seed, "poc-batches", seed))
     # the final state: converged proxies, and the next proxies K-center would pick (CCP Fig. 2: boxes, circles)
     emb = torch.as_tensor(embed(model, data.train, device))
     labels = torch.as_tensor(data.train_labels)

@@ -14,6 +14,8 @@ imports no torch, so stages that only dispatch or report stay quick to start.
 
 from __future__ import annotations
 
+import dataclasses
+
 CCP_VARIANTS = ("batch", "loss_proxy", "ccp", "sample_ccp")
 ALTERNATING_CCP_VARIANTS = ("ccp", "sample_ccp")  # re-initialise their anchors: several sub-problems
 PROFS_VARIANTS = ("plain", "profs", "profs_hncm")
@@ -60,6 +62,14 @@ def model_ids(params) -> list[tuple[int, int]]:
 def model_name(fold: int, seed: int) -> str:
     """A model's folder / log file name (data/models/<run>/<name>, reports/train_logs/<run>/<name>.csv)."""
     return f"fold-{fold}-seed-{seed}"
+
+
+def run_train_config(params, name: str):
+    """train with the run's budget: the PROFS family (plain included) may have its own max_epochs / patience."""
+    if parse_profs_run(name) and (params.profs.max_epochs or params.profs.patience):
+        return dataclasses.replace(params.train, max_epochs=params.profs.max_epochs or params.train.max_epochs,
+                                   patience=params.profs.patience or params.train.patience)
+    return params.train
 
 
 def run_config(params, name: str):

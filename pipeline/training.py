@@ -1,10 +1,17 @@
 """The one training loop every method shares.
 
 Each epoch runs ``train.steps_per_epoch`` batches of ``classes_per_batch x
-images_per_class`` (pytorch-metric-learning's MPerClassSampler), then
-measures MAP@R on the held-out validation fold. Training stops after
-``patience`` epochs without an improvement of more than ``min_delta``, or at
-``max_epochs``; the best epoch's weights are returned (MLRC early stopping).
+images_per_class`` (pipeline/samplers.py, seeded by the batch seed the runs of a
+claim share), then measures MAP@R on the held-out validation fold; the best
+epoch's weights are returned (MLRC early stopping).
+
+The budget rule is the same for every method: training may stop once
+``patience`` epochs have passed without an improvement of more than
+``min_delta``, and stops at ``max_epochs``. A method with an outer loop takes
+the stop only at the end of its own unit (a CCP sub-problem, a PROFS
+projection: ``Objective.end_epoch``), so no method is cut in the first epochs
+of a sub-problem. Why training stopped ("patience", "max_epochs" or "method",
+e.g. CCP's ``max_subproblems``) is returned with the log.
 Two modes share this loop: ``frozen`` (inputs are cached backbone features,
 only the head trains) and ``finetune`` (inputs are augmented images, backbone
 and head train). On CUDA, ``train.amp`` runs the forward pass under autocast
@@ -24,8 +31,7 @@ from functools import cached_property
 
 import numpy as np
 import torch
-from pytorch_metric_learning.samplers import MPerClassSampler
-from torch.utils.data import BatchSampler, DataLoader, Dataset, TensorDataset
+from torch.utils.data import DataLoader, Dataset, TensorDataset
 from tqdm import tqdm
 
 from pipeline import distributed
@@ -33,7 +39,7 @@ from pipeline.config import TrainConfig
 from pipeline.errors import PipelineError
 from pipeline.evaluation.retrieval import map_at_r
 from pipeline.methods.objective import Objective, trainable
-from pipeline.samplers import rows_per_class
+from pipeline.samplers import ClassBatchSampler, rows_per_class
 
 log = logging.getLogger(__name__)
 
@@ -77,6 +83,8 @@ class TrainContext:
 
     def inputs(self, rows) -> torch.Tensor:
         """Model inputs of training rows (through the training transform), on the device."""
+        if isinstance(self.data.train, TensorDataset):  # cached features: one indexing operation
+            return self.data.train.tensors[0][torch.as_tensor(np.asarray(rows, dtype=np.int64))].to(self.device)
         return torch.stack([self.data.train[int(i)][0] for i in rows]).to(self.device)
 
 
@@ -86,6 +94,7 @@ class FitResult:
     best_epoch: int
     best_val_map_at_r: float
     history: list[dict] = field(default_factory=list)
+    stop_reason: str = ""  # patience, max_epochs or method
 
 
 def make_optimizer(model: torch.nn.Module, objective: Objective, cfg: TrainConfig) -> torch.optim.Optimizer:
@@ -115,28 +124,32 @@ def _loading(dataset: Dataset, workers: int, device: torch.device, persistent: b
 @torch.no_grad()
 def embed(model: torch.nn.Module, dataset: Dataset, device: torch.device, num_workers: int = 0, amp: str = "fp32",
           batch_size: int = 512) -> np.ndarray:
-    """Embeddings of a whole dataset in eval mode, in dataset order."""
+    """Embeddings of a whole dataset in eval mode, in dataset order, `batch_size` inputs at a time (cached
+    features are sliced directly: the same batches without a per-row DataLoader)."""
     model.eval()
-    loader = DataLoader(dataset, batch_size=batch_size, shuffle=False, **_loading(dataset, num_workers, device))
+    if isinstance(dataset, TensorDataset):
+        inputs = dataset.tensors[0]
+        batches = (inputs[s : s + batch_size] for s in range(0, len(inputs), batch_size))
+    else:
+        loader = DataLoader(dataset, batch_size=batch_size, shuffle=False, **_loading(dataset, num_workers, device))
+        batches = (x for x, _ in loader)
     out = []
-    for x, _ in loader:
+    for x in batches:
         with autocast(device, amp):
             out.append(model(x.to(device, non_blocking=True)).float().cpu().numpy())
     return np.concatenate(out)
 
 
-def _batches(data: FoldData, cfg: TrainConfig, device: torch.device, objective: Objective) -> DataLoader:
+def _batches(data: FoldData, cfg: TrainConfig, device: torch.device, objective: Objective, seed: int) -> DataLoader:
     """The objective's own batches if it builds them, else classes_per_batch x images_per_class batches
-    from pytorch-metric-learning's MPerClassSampler; under DDP this rank's share of each. Cached features
+    drawn by a generator seeded with `seed`; under DDP this rank's share of each. Cached features
     (a TensorDataset) are indexed a batch at a time, one tensor operation instead of one per sample; the
     batches are the same either way."""
     loading = _loading(data.train, cfg.num_workers, device, persistent=True)
-    batches = objective.batch_sampler(data.train_labels, cfg)
+    batches = objective.batch_sampler(data.train_labels, cfg, seed)
     if batches is None:
-        batch = cfg.classes_per_batch * cfg.images_per_class
-        sampler = MPerClassSampler(data.train_labels, m=cfg.images_per_class, batch_size=batch,
-                                   length_before_new_iter=batch * cfg.steps_per_epoch)
-        batches = BatchSampler(sampler, batch, drop_last=True)
+        batches = ClassBatchSampler(data.train_labels, cfg.classes_per_batch, cfg.images_per_class,
+                                    cfg.steps_per_epoch, seed)
     if distributed.world_size() > 1:
         batches = distributed.ShardedBatches(batches, distributed.rank(), distributed.world_size())
     if isinstance(data.train, TensorDataset):
@@ -187,8 +200,9 @@ def wrap_for_ranks(model: torch.nn.Module, objective: Objective, device: torch.d
 
 
 def fit(model: torch.nn.Module, objective: Objective, data: FoldData, cfg: TrainConfig,
-        device: torch.device, desc: str = "train") -> FitResult:
-    """Train with early stopping on validation MAP@R; return the best state and the per-epoch log."""
+        device: torch.device, desc: str = "train", batch_seed: int = 0) -> FitResult:
+    """Train under the budget rule (module docstring) with early stopping on validation MAP@R; return the
+    best state, the per-epoch log and why training stopped. `batch_seed` seeds the batches."""
     num_classes = len(np.unique(data.train_labels))
     if num_classes < cfg.classes_per_batch:
         raise TrainingError(f"train.classes_per_batch={cfg.classes_per_batch} exceeds the "
@@ -197,7 +211,7 @@ def fit(model: torch.nn.Module, objective: Objective, data: FoldData, cfg: Train
     objective.to(device)
     optimizer = make_optimizer(model, objective, cfg)
     step_once = Stepper(wrap_for_ranks(model, objective, device), objective, optimizer, cfg, device)
-    loader = _batches(data, cfg, device, objective)
+    loader = _batches(data, cfg, device, objective, batch_seed)
     ctx = TrainContext(model, optimizer, data, cfg, device)
 
     def snapshot() -> dict:
@@ -207,7 +221,9 @@ def fit(model: torch.nn.Module, objective: Objective, data: FoldData, cfg: Train
     result = FitResult(snapshot(), 0, best, [{"epoch": 0, "train_loss": float("nan"), "val_map_at_r": best}])
     log.info("%s: epoch 0 val MAP@R %.4f", desc, best)
     objective.begin(ctx)
+    result.history[0].update(objective.progress())
     stale = 0
+    result.stop_reason = "max_epochs"
     for epoch in range(1, cfg.max_epochs + 1):
         model.train()
         objective.train()
@@ -219,7 +235,8 @@ def fit(model: torch.nn.Module, objective: Objective, data: FoldData, cfg: Train
                 raise TrainingError(f"{desc}: non-finite loss ({loss.item()}) at epoch {epoch} step {step}")
             losses.append(loss.item())
         val = map_at_r(ctx.embed(data.val), data.val_labels)
-        result.history.append({"epoch": epoch, "train_loss": float(np.mean(losses)), "val_map_at_r": val})
+        row = {"epoch": epoch, "train_loss": float(np.mean(losses)), "val_map_at_r": val, **objective.progress()}
+        result.history.append(row)
         improved = val > result.best_val_map_at_r + cfg.min_delta
         log.info("%s: epoch %d loss %.4f val MAP@R %.4f%s", desc, epoch, np.mean(losses), val,
                  " (best)" if improved else "")
@@ -228,11 +245,11 @@ def fit(model: torch.nn.Module, objective: Objective, data: FoldData, cfg: Train
             stale = 0
         else:
             stale += 1
-            if stale >= cfg.patience:
-                log.info("%s: early stop after %d epochs without improvement", desc, stale)
-                break
-        if objective.end_epoch(ctx, epoch, val):
-            log.info("%s: the method ended training after epoch %d", desc, epoch)
+        exhausted = stale >= cfg.patience
+        if objective.end_epoch(ctx, epoch, val, exhausted):
+            result.stop_reason = "patience" if exhausted else "method"
+            log.info("%s: stopped after epoch %d (%s; %d epochs without improvement)", desc, epoch,
+                     result.stop_reason, stale)
             break
     objective.finish(ctx)
     if math.isnan(result.best_val_map_at_r):

@@ -1,6 +1,7 @@
 """evaluate: MLRC Separated and Concatenated metrics of every trained run on the test classes, the
-singular value spectrum of each fold's test embeddings (Revisiting section 5), and the headline
-metrics (separated MAP@R, P@1, R-precision per run) that `dvc metrics show` and `dvc exp show` list.
+singular value spectrum of each fold's test embeddings (Revisiting section 5), every model's MAP@R and
+P@1 per test class (the claims' bootstrap over test classes), and the headline metrics (separated
+MAP@R, P@1, R-precision per run) that `dvc metrics show` and `dvc exp show` list.
 
 One stage for all runs (a process per run would cost more in start-up than the evaluation itself);
 runs are evaluated in ``eval.workers`` processes, and every output folder appears complete or not at all.
@@ -24,20 +25,24 @@ def main(params, args):
                 raise FileNotFoundError(f"{embeddings_file(path, fold, seed)}: test embeddings not found "
                                         f"(run the train stage of {name})")
     results = run_jobs(evaluate_run, jobs, params.eval.workers, threads=1, desc="evaluate")
-    with atomic_path(args.out) as metrics, atomic_path(args.spectra) as spectra:
-        metrics.mkdir()
-        spectra.mkdir()
-        for name, (result, spectrum) in zip(runs, results):
+    with atomic_path(args.out) as metrics, atomic_path(args.spectra) as spectra, \
+            atomic_path(args.per_class) as per_class:
+        for folder in (metrics, spectra, per_class):
+            folder.mkdir()
+        for name, (result, spectrum, scores) in zip(runs, results):
             write_json(metrics / f"{name}.json", result)
             spectrum.to_csv(spectra / f"{name}.csv", index=False, float_format="%.6g")
+            scores.to_csv(per_class / f"{name}.csv", float_format="%.5g")
     write_json(args.headline, {name: {k: result["separated"]["mean"][k] for k in HEADLINE}
-                               for name, (result, _) in zip(runs, results)})
+                               for name, (result, _, _) in zip(runs, results)})
 
 
 def configure(p):
     p.add_argument("--models", default="data/models", help="folder with <run>/fold-<k>-seed-<s>/test_embeddings.npz")
     p.add_argument("--out", default="reports/metrics", help="folder of metrics JSON files, one per run")
     p.add_argument("--spectra", default="reports/spectra", help="folder of singular value CSVs, one per run")
+    p.add_argument("--per-class", default="reports/per_class",
+                   help="folder of CSVs of every model's MAP@R and P@1 per test class, one per run")
     p.add_argument("--headline", default="reports/headline_metrics.json")
 
 

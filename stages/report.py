@@ -1,10 +1,11 @@
 """report: everything under reports/ that a reviewer reads, rendered from the metrics files.
 
-Reads every input first (metrics, sub-problem logs, spectra, ablation tables, LANML results, the
-proof of concept, the published numbers) and stops with one line naming the first missing file,
-before anything is written. Then writes: the results table (markdown, CSV), the comparison tables per
-protocol beside the papers' numbers (markdown, CSV, LaTeX), the CCP sub-problem diagnostics, the LANML
-tables, the figures, and reports/README.md, an index of all of it.
+Reads every input first (metrics, per-class scores, training logs, sub-problem logs, spectra, ablation
+tables, LANML results, the proof of concept, the published numbers) and stops with one line naming the
+first missing file, before anything is written. Then writes: the claims table, the training budgets,
+the results table (markdown, CSV), the comparison tables per protocol beside the papers' numbers
+(markdown, CSV, LaTeX), the CCP sub-problem diagnostics, the LANML tables, the figures, and
+reports/README.md, an index of all of it.
 """
 
 from pathlib import Path
@@ -14,17 +15,18 @@ import pandas as pd
 from pipeline import ablation, numerics
 from pipeline.config import ParamsError
 from pipeline.io import read_json, write_text
-from pipeline.reporting import comparison, figures, index
+from pipeline.reporting import budgets, comparison, figures, index
 from pipeline.reporting.claims import claims_markdown, claims_table, paper_claims
 from pipeline.reporting.lanml_table import anml_table2, lanml_markdown
 from pipeline.reporting.reference import paper_dataset, read_published
 from pipeline.reporting.subproblems import detail_markdown, read_subproblems, summary_markdown
 from pipeline.reporting.tables import markdown_table, results_frame
-from pipeline.runs import CCP_VARIANTS, all_runs, alternating_ccp_runs, ccp_runs, model_ids, parse_ccp_run
+from pipeline.runs import (CCP_VARIANTS, all_runs, alternating_ccp_runs, ccp_runs, model_ids, parse_ccp_run,
+                           run_train_config)
 from stages._common import run
 
-FIGURES = ("ccp_proxies_pool", "ccp_lambda", "profs_lambda", "profs_m", "ccp_loss_proxy_vs_ccp",
-           "ccp_steps_per_projection", "ccp_subproblems", "spectrum")
+FIGURES = ("validation_curves", "ccp_proxies_pool", "ccp_lambda", "profs_lambda", "profs_m",
+           "ccp_loss_proxy_vs_ccp", "ccp_steps_per_projection", "ccp_subproblems", "spectrum")
 
 
 def _need(path: Path, what: str, hint: str) -> Path:
@@ -42,10 +44,19 @@ def load(params, args) -> dict:
                           f"trained runs ({', '.join(runs)})")
     proxy_runs = [r for r in ccp_runs(params) if parse_ccp_run(r)[1] != "batch"]
     metrics = {r: read_json(_need(Path(args.metrics) / f"{r}.json", "metrics", "run the evaluate stage")) for r in runs}
+    per_class = {r: pd.read_csv(_need(Path(args.per_class) / f"{r}.csv", "per-class scores", "run the evaluate stage"),
+                                index_col="class") for r in runs}
     subproblems = read_subproblems(Path(args.subproblems), proxy_runs, model_ids(params))
     alternating = alternating_ccp_runs(params)
+    logs = budgets.read_logs(Path(args.train_logs), runs, model_ids(params))
+    patience = {r: run_train_config(params, r).patience for r in runs}
     return {
         "metrics": metrics,
+        "per_class": per_class,
+        "logs": logs,
+        "patience": patience,
+        "max_epochs": {r: run_train_config(params, r).max_epochs for r in runs},
+        "budgets": budgets.per_model(logs, patience),
         "map_at_r": comparison.measured(metrics, [("separated:map_at_r", "MAP@R")]).set_index("run"),
         "spectral_decay": {r: metrics[r]["separated"]["mean"]["spectral_decay"] for r in params.report.spectrum_runs},
         "spectra": {r: pd.read_csv(_need(Path(args.spectra) / f"{r}.csv", "spectrum", "run the evaluate stage"))
@@ -100,7 +111,8 @@ def write_results(params, inputs, out: Path, context: str) -> None:
 
 def write_claims(params, inputs, out: Path, context: str) -> pd.DataFrame:
     """reports/claims.md and .csv: every testable claim of the papers with its paired difference and verdict."""
-    table = claims_table(paper_claims(params.ccp.losses, params.profs.losses), inputs["metrics"], inputs["poc"])
+    table = claims_table(paper_claims(params.ccp.losses, params.profs.losses), inputs["metrics"], inputs["poc"],
+                         inputs["per_class"], params.report.bootstrap_samples, params.seed)
     counts = table.verdict.value_counts()
     summary = ", ".join(f"{counts.get(v, 0)} {v}" for v in ("reproduced", "contradicted", "inconclusive", "not run"))
     models = len(params.experiment.folds) * len(params.experiment.seeds)
@@ -110,15 +122,56 @@ def write_claims(params, inputs, out: Path, context: str) -> pd.DataFrame:
         f"{len(params.experiment.seeds)} replicate seeds: {models} paired models; the difference is claimed-better "
         "minus base, separated test metric, in points (%); the 2-D proof of concept pairs its variants over "
         f"{len(params.poc.seeds)} seeds (`poc.seeds`)\n"
-        "- 95% CI: paired t interval over the pairs; verdict on MAP@R: **reproduced** when the interval lies above 0, "
-        "**contradicted** when below 0, **inconclusive** when it contains 0; a claim whose runs are not configured "
-        "is **not run**\n"
+        "- the runs of a claim start from the same initial network and see the same batches until their methods "
+        "differ (common random numbers); every run has the same budget rule (see [budgets.md](budgets.md))\n"
+        "- two 95% intervals of the mean difference: the paired t interval over the models (another draw of seeds), "
+        f"and a paired bootstrap over test classes and models ({params.report.bootstrap_samples} resamples; the "
+        "claims are about classes the models never saw); the verdict uses the wider (bold), on MAP@R: "
+        "**reproduced** when it lies above 0, **contradicted** when below 0, **inconclusive** when it contains 0; "
+        "a claim whose runs are not configured is **not run**\n"
         "- the papers measured these claims on CUB200 / Cars196 / SOP / In-shop (and MNIST for the 2-D case); a "
         "verdict here is about this data set and these settings, not about theirs\n\n"
-        f"**{summary}** of {len(table)} claims.\n\n" + claims_markdown(table, params.report.decimals))
+        f"**{summary}** of {len(table)} claims.\n\n" + claims_markdown(table, params.report.decimals)
+        + _cut_note(table, inputs["budgets"]))
     write_text(out / "claims.md", text)
     write_text(out / "claims.csv", table.to_csv(index=False, float_format="%.4f"))
     return table
+
+
+def _cut_note(claims: pd.DataFrame, models: pd.DataFrame) -> str:
+    """A line naming the compared runs with models cut while improving (budgets.md), if any."""
+    cut = set(models[models.cut_while_improving].run)
+    flagged = sorted({r for _, c in claims.iterrows() for r in (c.base, c.better) if r in cut})
+    if not flagged:
+        return ("\nEvery model of every compared run stopped after its patience ran out (none was cut while "
+                "improving; [budgets.md](budgets.md)).\n")
+    return (f"\n**Runs with models cut while still improving** (a verdict on them may change with more epochs; "
+            f"[budgets.md](budgets.md)): {', '.join(f'`{r}`' for r in flagged)}.\n")
+
+
+def write_budgets(params, inputs, out: Path, context: str) -> None:
+    """reports/budgets.md / .csv: best and stop epoch, sub-problems / projections, runs cut while improving."""
+    models = inputs["budgets"]
+    text = ("# Training budgets: did every run get the same rule, and did its curves flatten?\n\n" + context +
+            "- one rule for every run: training may stop once `patience` epochs have passed without a better "
+            "validation MAP@R (by more than train.min_delta), and stops at `max epochs`; CCP takes the stop only at the "
+            "end of a sub-problem (a sub-problem ends after ccp.patience epochs without improvement), PROFS only at "
+            "the end of an epoch in which a projection ended; the best epoch's weights are kept\n"
+            "- epochs of train.steps_per_epoch steps; best and stop epoch per model: median (min-max) over the "
+            "fold x seed models; sub-problems (CCP, Loss-Proxy: 1) or projections (PROFS) reached per model\n"
+            "- **cut while improving**: a model that stopped fewer than `patience` epochs after its best epoch "
+            "(at the epoch cap or ccp.max_subproblems), so its curve may not have flattened\n"
+            "- the curves: [figures/validation_curves.png](figures/validation_curves.png)\n\n"
+            + budgets.budget_markdown(models, inputs["patience"], inputs["max_epochs"]) +
+            "\n## Would a shorter patience have changed what was kept?\n\n"
+            "A model's training does not depend on its patience, only where it stops, so early stopping with a "
+            "shorter patience can be replayed on each logged curve (with the CCP / PROFS stopping points): how many "
+            "models would have kept an earlier epoch, and the validation MAP@R (points) lost against the epoch kept "
+            "here. Small losses at shorter patience mean the curves had flattened well before the stop.\n\n"
+            + budgets.replay_markdown(budgets.replay_shorter_patience(inputs["logs"], inputs["patience"],
+                                                                      params.train.min_delta), params.report.decimals))
+    write_text(out / "budgets.md", text)
+    write_text(out / "budgets.csv", models.to_csv(index=False))
 
 
 def write_comparisons(params, inputs, out: Path, context: str) -> list[str]:
@@ -168,6 +221,7 @@ def write_comparisons(params, inputs, out: Path, context: str) -> list[str]:
 
 def write_figures(params, inputs, out: Path) -> None:
     fig = out / "figures"
+    figures.curves_figure(inputs["logs"], inputs["budgets"], fig / "validation_curves.png")
     abl, a = inputs["ablations"], params.ablation
     ccp, profs = abl["ccp"], abl["profs"]
     grid = ccp[ccp.sweep == "proxies_pool"]
@@ -196,7 +250,12 @@ def write_subproblems(params, inputs, out: Path, context: str) -> None:
             "- a sub-problem (projection) ends after `ccp.patience` epochs without validation MAP@R improvement; "
             "loss_proxy runs have one sub-problem\n"
             "- covering radius (CCP Prop. 4.2, Cor. 4.3): per class, the largest distance from a training sample "
-            "to its nearest same-class proxy, at the end of the sub-problem; max and mean over classes\n\n"
+            "to its nearest same-class proxy, at the end of the sub-problem; max and mean over classes\n"
+            "- proxy shift: the distance of each proxy from the position K-center gave it (in the normalised "
+            "embedding space the loss uses), after the sub-problem's first epoch and at its end; mean over proxies "
+            "(and sub-problems), max over all; a shift near the covering radius means the K-center choice is gone\n"
+            f"- proxies learn at train.lr x ccp.proxy_lr_multiplier = {params.train.lr * params.ccp.proxy_lr_multiplier:g}; "
+            f"their Adam moments are {'reset' if params.ccp.reset_proxy_optimizer else 'kept'} at a re-initialisation\n\n"
             "## Summary over folds\n\n" + summary_markdown(rows, decimals))
     if inputs["alternating_runs"] and not rows.empty:
         text += "\n## Every sub-problem of the first model\n\n" + "\n".join(
@@ -261,6 +320,8 @@ def write_index(params, inputs, out: Path, context: str, tables: list[str], clai
             f"- CPU numerics pinned in every stage (pipeline/numerics.py), so the CPU default gives these numbers on any "
             f"x86-64 CPU: {pinned}\n\n"
             "## Tables\n\n- [results.md](results.md): every metric of every run (and results.csv)\n"
+            "- [budgets.md](budgets.md): every run's best and stop epochs, sub-problems / projections, and the "
+            "models cut while improving (and budgets.csv)\n"
             f"{links}\n- [ccp_subproblems.md](ccp_subproblems.md): CCP sub-problem diagnostics\n"
             "- [lanml.md](lanml.md): LANML on UCI data beside ANML Table 2; "
             "[lanml_timing.md](lanml_timing.md): LANML and LMNN fit times (clock readings, the one output "
@@ -276,6 +337,7 @@ def main(params, args):
     context = context_lines(params, inputs)
     write_results(params, inputs, out, context)
     claims = write_claims(params, inputs, out, context)
+    write_budgets(params, inputs, out, context)
     tables = write_comparisons(params, inputs, out, context)
     write_figures(params, inputs, out)
     write_subproblems(params, inputs, out, context)
@@ -286,6 +348,8 @@ def main(params, args):
 def configure(p):
     p.add_argument("--metrics", default="reports/metrics")
     p.add_argument("--spectra", default="reports/spectra")
+    p.add_argument("--per-class", default="reports/per_class", help="per-class scores of every run (evaluate)")
+    p.add_argument("--train-logs", default="reports/train_logs", help="per-epoch training logs of every run")
     p.add_argument("--subproblems", default="reports/subproblems")
     p.add_argument("--ablations", default="reports/ablations")
     p.add_argument("--lanml", default="reports/lanml", help="folder with lanml@<dataset> results")

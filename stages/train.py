@@ -22,7 +22,9 @@ from pipeline.runtime import launched_by_torchrun
 from stages._common import run
 
 SUBPROBLEM_COLUMNS = ["subproblem", "epochs", "steps", "best_val_map_at_r", "initial_radius_max",
-                      "initial_radius_mean", "covering_radius_max", "covering_radius_mean", "lambda"]
+                      "initial_radius_mean", "covering_radius_max", "covering_radius_mean", "lambda",
+                      "proxy_shift_first_epoch_mean", "proxy_shift_first_epoch_max", "proxy_shift_mean",
+                      "proxy_shift_max"]
 
 
 def main(params, args):

@@ -2,6 +2,7 @@
 and the outer loop on the tiny data set."""
 
 import math
+from dataclasses import replace
 
 import numpy as np
 import pytest
@@ -114,8 +115,8 @@ def loss_cfg(**over):
     return cfg
 
 
-def against_proxies(name):
-    return float(build_pair_loss(name, loss_cfg())(EMB, LAB, ref_emb=REF, ref_labels=REF_LAB))
+def against_proxies(name, reducer="mean", similarity="cosine", emb=EMB):
+    return float(build_pair_loss(name, loss_cfg(), reducer, similarity)(emb, LAB, ref_emb=REF, ref_labels=REF_LAB))
 
 
 def test_c1_against_proxies():
@@ -142,6 +143,33 @@ def test_triplet_against_proxies():
     assert against_proxies("triplet") == pytest.approx((t1 + t2) / 2)
 
 
+def test_release_reductions_by_hand():
+    """The authors' release: C2 and triplet average their non-zero terms (positives and negatives apart for
+    C2), C1 sums every term and divides by the batch, MS averages over anchors."""
+    alpha, beta = 0.3, 0.7
+    pos = [math.sqrt(0.8) - beta + alpha, 2.0 - beta + alpha]  # both > 0
+    neg = [max(0.0, beta + alpha - math.sqrt(2.0)), beta + alpha - math.sqrt(0.4)]  # the first is 0
+    assert neg[0] == 0 and all(v > 0 for v in pos + neg[1:])
+    assert against_proxies("c2", "release") == pytest.approx(sum(pos) / 2 + neg[1] / 1)
+    c1_terms = [1 - 0.6, 1 - (-1.0), max(0.0, 0.0 - 0.5), max(0.0, 0.8 - 0.5)]
+    assert against_proxies("c1", "release") == pytest.approx(sum(c1_terms) / 2)  # batch of 2
+    t1, t2 = max(0.0, math.sqrt(0.8) - math.sqrt(2.0) + 0.5), 2.0 - math.sqrt(0.4) + 0.5
+    assert t1 == 0 and against_proxies("triplet", "release") == pytest.approx(t2)
+    assert against_proxies("ms", "release") == pytest.approx(against_proxies("ms", "mean"))
+    assert against_proxies("c2", "avg_nonzero") == pytest.approx(against_proxies("c2", "release"))
+
+
+def test_dot_similarity_keeps_the_length_inside_the_unit_ball():
+    """With the Lipschitz normalisation a short embedding stays short: the release's "cosine" is the dot
+    product, half of the cosine for a vector of length 0.5."""
+    short = EMB * torch.tensor([[0.5], [1.0]])
+    dot = [[0.5 * 0.6, 0.0], [0.8, -1.0]]  # s(e, p) with e1 at length 0.5
+    pos = (1 - dot[0][0]) + (1 - dot[1][1])
+    neg = max(0.0, dot[0][1] - 0.5) + max(0.0, dot[1][0] - 0.5)
+    assert against_proxies("c1", "release", "dot", short) == pytest.approx((pos + neg) / 2)
+    assert against_proxies("c1", "release", "cosine", short) == pytest.approx(against_proxies("c1", "release"))
+
+
 @settings(max_examples=60, deadline=None)
 @given(st.lists(st.integers(0, 4), min_size=1, max_size=12), st.lists(st.integers(0, 4), min_size=1, max_size=12),
        st.booleans())
@@ -159,7 +187,7 @@ def test_triplet_loss_is_bit_identical_to_the_library():
     torch.manual_seed(0)
     x, ref = torch.randn(16, 8), torch.randn(40, 8)
     y, ref_y = torch.randint(0, 10, (16,)), torch.arange(10).repeat_interleave(4)
-    ours = build_pair_loss("triplet", loss_cfg())
+    ours = build_pair_loss("triplet", loss_cfg(), reducer="mean")
     theirs = losses.TripletMarginLoss(margin=0.5, distance=distances.LpDistance(normalize_embeddings=False),
                                       reducer=reducers.MeanReducer())
     assert torch.equal(ours(x, y, ref_emb=ref, ref_labels=ref_y), theirs(x, y, ref_emb=ref, ref_labels=ref_y))
@@ -188,7 +216,7 @@ def test_regulariser_gradient_is_lambda_times_displacement_and_spares_proxies():
     torch.manual_seed(0)
     model = torch.nn.Linear(3, 2)
     cfg = CCPConfig(zero_lambda_first=False, lambda_=0.3, in_batch_weight=0.0)
-    objective = CCPObjective(cfg, "c2", "ccp", num_classes=2, embedding_dim=2)
+    objective = CCPObjective(cfg, "c2", "ccp", num_classes=2, embedding_dim=2, proxy_lr=1e-3)
     objective.proxies.data = torch.randn(8, 2)
     objective.theta_prev = [p.detach() + torch.randn_like(p) for p in model.parameters()]
     x, y = torch.randn(4, 3), torch.tensor([0, 0, 1, 1])
@@ -250,6 +278,43 @@ def test_ccp_runs_subproblems_and_logs_diagnostics(ccp_params, tiny_data):
         assert len(result.fit.history) - 1 == sum(r["epochs"] for r in rows)
 
 
+def _log(result) -> np.ndarray:
+    return np.array([[r["epoch"], r["train_loss"], r["val_map_at_r"]] for r in result.fit.history])
+
+
+def test_ccp_and_loss_proxy_are_one_computation_up_to_the_first_reinitialisation(ccp_params, tiny_data):
+    """Common random numbers: the same start, batches and K-center, so every epoch of CCP's first sub-problem
+    is bit for bit Loss-Proxy's; they part when K-center re-initialises CCP's proxies."""
+    manifest, features = tiny_data
+    ccp = train_fold(ccp_params, "c2_ccp", 0, manifest, features, CPU, seed=1)
+    proxy = train_fold(ccp_params, "c2_loss_proxy", 0, manifest, features, CPU, seed=1)
+    first = ccp.diagnostics[0]["epochs"]
+    assert len(ccp.diagnostics) >= 2 and len(proxy.fit.history) > first + 1
+    np.testing.assert_array_equal(_log(ccp)[: first + 1], _log(proxy)[: first + 1])  # epochs 0..first
+    assert _log(ccp)[first + 1, 1] != _log(proxy)[first + 1, 1]  # the next epoch trains other proxies
+
+
+def test_every_run_of_a_fold_and_seed_starts_from_the_same_network(ccp_params, tiny_data, monkeypatch):
+    """The initial head and the batch seed depend on (seed, fold, replicate seed), not on the method."""
+    import pipeline.experiment as experiment
+
+    manifest, features = tiny_data
+    starts, fit = [], experiment.fit
+
+    def recording(model, objective, data, cfg, device, desc, batch_seed):
+        starts.append(({k: v.clone() for k, v in model.state_dict().items()}, batch_seed))
+        return fit(model, objective, data, replace(cfg, max_epochs=1), device, desc, batch_seed)
+
+    monkeypatch.setattr(experiment, "fit", recording)
+    for method in ("c2_batch", "c2_ccp", "ms", "ms_plain", "ms_profs_hncm"):
+        train_fold(ccp_params, method, 1, manifest, features, CPU, seed=0)
+    train_fold(ccp_params, "ms", 1, manifest, features, CPU, seed=1)
+    (first, first_seed), *rest, (other, other_seed) = starts
+    for state, batch_seed in rest:
+        assert batch_seed == first_seed and all(torch.equal(state[k], first[k]) for k in first)
+    assert other_seed != first_seed and not torch.equal(other["head.0.weight"], first["head.0.weight"])
+
+
 def test_loss_proxy_is_one_subproblem_and_batch_has_none(ccp_params, tiny_data):
     manifest, features = tiny_data
     assert len(train_fold(ccp_params, "c2_loss_proxy", 0, manifest, features, CPU).diagnostics) == 1
@@ -263,8 +328,11 @@ def test_sample_based_ccp_trains(ccp_params, tiny_data):
     assert float(np.linalg.norm(result.test_embeddings, axis=1).max()) <= 1 + 1e-5  # Lipschitz ball
 
 
-def test_reinitialised_proxies_come_from_the_pool(ccp_params, tiny_data):
-    """After K-center, every proxy equals the embedding of a training sample of its class."""
+@pytest.mark.parametrize("space", ["raw", "normalized"])
+def test_reinitialised_proxies_come_from_the_pool(ccp_params, tiny_data, space):
+    """After K-center, every proxy equals a training sample's embedding of its class in K-center's space
+    (raw head output as released, or normalised), and the loss sees it as that sample's normalised embedding."""
+
     from pipeline.experiment import fold_rows, frozen_data
     from pipeline.models.embedder import Embedder, build_head
     from pipeline.training import TrainContext
@@ -272,20 +340,28 @@ def test_reinitialised_proxies_come_from_the_pool(ccp_params, tiny_data):
     manifest, features = tiny_data
     data = frozen_data(features, fold_rows(manifest, 0))
     model = Embedder(None, build_head(features.features.shape[1], 8, 0), "lipschitz")
-    objective = CCPObjective(ccp_params.ccp, "c1", "ccp", len(np.unique(data.train_labels)), 8)
+    with torch.no_grad():
+        model.head.weight.mul_(20)  # outputs well outside the unit ball: raw and normalised differ
+    cfg = replace(ccp_params.ccp, kcenter_space=space)
+    objective = CCPObjective(cfg, "c1", "ccp", len(np.unique(data.train_labels)), 8, proxy_lr=1e-3)
     optimizer = torch.optim.Adam(list(model.parameters()) + [objective.proxies])
     ctx = TrainContext(model, optimizer, data, ccp_params.train, CPU)
     objective.begin(ctx)
+    x, labels = data.train.tensors[0], torch.as_tensor(data.train_labels)
     with torch.no_grad():
-        all_emb = model(data.train.tensors[0])
-    for proxy, label in zip(objective.proxies, objective.anchor_labels):
-        same = all_emb[torch.as_tensor(data.train_labels) == label]
-        assert torch.cdist(proxy[None], same).min() < 1e-5
+        stored = model.head_output(x) if space == "raw" else model(x)
+        seen, refs = model(x), objective.references(model)
+    assert float(seen.norm(dim=1).min()) == pytest.approx(1.0)  # every sample on the sphere
+    for proxy, ref, label in zip(objective.proxies, refs, objective.anchor_labels):
+        nearest = torch.cdist(proxy[None].detach(), stored[labels == label]).min(dim=1)
+        assert float(nearest.values) < 1e-5
+        assert torch.allclose(ref, seen[labels == label][nearest.indices[0]], atol=1e-5)
 
 
 @pytest.mark.parametrize("variant,first_lambda", [("ccp", 0.3), ("sample_ccp", 0.3), ("loss_proxy", 0.0),
                                                   ("batch", 0.0)])
 def test_only_alternating_variants_regularise_the_first_subproblem(variant, first_lambda):
     cfg = CCPConfig(zero_lambda_first=False, lambda_=0.3)
-    assert CCPObjective(cfg, "c2", variant, num_classes=2, embedding_dim=2).lam == first_lambda
-    assert CCPObjective(CCPConfig(lambda_=0.3), "c2", variant, num_classes=2, embedding_dim=2).lam == 0.0
+    assert CCPObjective(cfg, "c2", variant, num_classes=2, embedding_dim=2, proxy_lr=1e-3).lam == first_lambda
+    assert CCPObjective(CCPConfig(lambda_=0.3), "c2", variant, num_classes=2, embedding_dim=2,
+                        proxy_lr=1e-3).lam == 0.0

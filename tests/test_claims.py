@@ -66,3 +66,77 @@ def test_paper_names():
                                     "triplet_batch", "my_run")] == [
         "C2-CCP", "C2-Loss-Proxy", "ProxyAnchor", "Margin (D)", "MS-PROFS-HNCM", "Triplet (batch)", "my_run"]
     assert label("c2_ccp") == "C2-CCP (`c2_ccp`)" and label("c2_ccp", latex=True) == r"C2-CCP (c2\_ccp)"
+
+
+def per_class_scores(values: dict[str, list[float]], queries: list[int], metric_values=None) -> "pd.DataFrame":
+    """Per-class scores of one run: columns queries and <model>:map_at_r / :precision_at_1 (same values)."""
+    import pandas as pd
+
+    frame = pd.DataFrame({"queries": queries}, index=pd.Index(range(len(queries)), name="class"))
+    for model, v in values.items():
+        frame[f"{model}:map_at_r"] = v
+        frame[f"{model}:precision_at_1"] = v
+    return frame
+
+
+def test_bootstrap_of_a_constant_difference_is_that_difference():
+    from pipeline.reporting.claims import class_bootstrap
+
+    rng = np.random.default_rng(0)
+    base = {m: rng.random(6).tolist() for m in ("fold_0_seed_0", "fold_1_seed_0", "fold_0_seed_1")}
+    better = {m: [x + 0.03 for x in v] for m, v in base.items()}  # +3 points on every class of every model
+    low, high = class_bootstrap(per_class_scores(base, [2, 5, 1, 3, 3, 9]), per_class_scores(better, [2, 5, 1, 3, 3, 9]),
+                                sorted(base), "map_at_r", 500, seed=1)
+    assert low == pytest.approx(3.0) and high == pytest.approx(3.0)
+
+
+def test_bootstrap_formula_against_an_explicit_resampling_loop():
+    """The vectorised statistic equals, replicate by replicate, the mean over resampled model pairs of the
+    query-weighted mean difference over resampled classes (the same draws, computed the long way)."""
+    from pipeline.reporting.claims import class_bootstrap
+
+    rng = np.random.default_rng(3)
+    models, queries = ["fold_0_seed_0", "fold_1_seed_0", "fold_2_seed_0"], [1, 4, 2, 3, 5]
+    base = {m: rng.random(5).tolist() for m in models}
+    better = {m: rng.random(5).tolist() for m in models}
+    samples, seed = 400, 7
+    low, high = class_bootstrap(per_class_scores(base, queries), per_class_scores(better, queries), models,
+                                "map_at_r", samples, seed)
+    draw = np.random.default_rng(seed)
+    w = draw.multinomial(5, np.full(5, 1 / 5), size=samples)
+    v = draw.multinomial(3, np.full(3, 1 / 3), size=samples)
+    stats_ = []
+    for b in range(samples):
+        classes = np.repeat(np.arange(5), w[b])  # the resampled classes, each with its queries
+        pairs = np.repeat(np.arange(3), v[b])
+        per_pair = []
+        for p in pairs:
+            m = models[p]
+            diff = sum((better[m][c] - base[m][c]) * queries[c] for c in classes)
+            per_pair.append(100 * diff / sum(queries[c] for c in classes))
+        stats_.append(np.mean(per_pair))
+    assert (low, high) == pytest.approx(tuple(np.percentile(stats_, [2.5, 97.5])), rel=1e-9)
+
+
+def test_verdict_takes_the_wider_interval():
+    """Every model gains 2 points on average (a tight t interval), but the gain sits on one class of five:
+    resampling the test classes shows that the evidence rests on that class, and the verdict follows it."""
+    models = [f"fold_{f}_seed_{s}" for f in range(4) for s in (0, 1)]
+    base_values = {m: [0.5] * 5 for m in models}
+    better_values = {m: [0.5, 0.5, 0.5, 0.5, 0.6 + 0.001 * i] for i, m in enumerate(models)}
+    queries = [4] * 5
+    metrics = {"a": {"separated": {"models": {m: {"map_at_r": 0.5, "precision_at_1": 0.5} for m in models}}},
+               "b": {"separated": {"models": {m: {"map_at_r": float(np.average(better_values[m], weights=queries)),
+                                                  "precision_at_1": float(np.average(better_values[m], weights=queries))}
+                                              for m in models}}}}
+    per_class = {"a": per_class_scores(base_values, queries), "b": per_class_scores(better_values, queries)}
+    claim = [Claim("b beats a", "paper", "a", "b")]
+    t_only = claims_table(claim, metrics, {}).iloc[0]
+    assert t_only.verdict == "reproduced" and t_only.map_at_r_interval == "t"
+    row = claims_table(claim, metrics, {}, per_class, samples=2000, seed=0).iloc[0]
+    assert row.map_at_r_interval == "bootstrap" and row.map_at_r_boot_low <= 0 < row.map_at_r_t_low
+    assert row.verdict == "inconclusive" and (row.map_at_r_low, row.map_at_r_high) == (
+        row.map_at_r_boot_low, row.map_at_r_boot_high)
+    assert row.map_at_r_diff == pytest.approx(100 * (0.1 + 0.0035) / 5)  # mean of (0.1 + 0.001 i) / 5, i = 0..7
+    text = claims_markdown(claims_table(claim, metrics, {}, per_class, 2000, 0), 2)
+    assert "| +2.07 [+2.03, +2.11] | **+2.07 [" in text  # the t interval, then the bootstrap's in bold

@@ -171,7 +171,7 @@ def test_protocol_concatenates_normalised_folds_per_seed():
     cfg = EvalConfig(kmeans_niter=5)
     # seed 0: same directions, so the normalised concatenation equals one fold's normalised embedding
     models = {(0, 0): x, (1, 0): x * 10.0, (0, 1): x2, (1, 1): x}
-    out = mlrc_protocol(models, y, cfg, seed=0)
+    out, per_class = mlrc_protocol(models, y, cfg, seed=0)
     single = evaluate_embeddings(l2_normalize(x), y, cfg, seed=0)
     con = out["concatenated"]
     assert con["seeds"]["seed_0"]["map_at_r"] == pytest.approx(single["map_at_r"])
@@ -184,6 +184,26 @@ def test_protocol_concatenates_normalised_folds_per_seed():
     assert sep["std"]["map_at_r"] == pytest.approx(np.std(values, ddof=1))
     # 95% t interval with 3 degrees of freedom: t = 3.182446...
     assert sep["ci95"]["map_at_r"] == pytest.approx(3.1824463 * np.std(values, ddof=1) / 2, rel=1e-6)
+    # per-class scores: one row per class; their query-weighted mean is each model's metric
+    assert list(per_class.index) == sorted(set(y)) and per_class.queries.sum() == sep["models"]["fold_0_seed_0"]["num_queries"]
+    for key, m in sep["models"].items():
+        for metric in ("map_at_r", "precision_at_1"):
+            weighted = (per_class[f"{key}:{metric}"] * per_class.queries).sum() / per_class.queries.sum()
+            assert weighted == pytest.approx(m[metric], abs=1e-12)
+
+
+def test_class_scores_by_hand():
+    from pipeline.evaluation.retrieval import class_scores
+
+    # items on a line: a0 at 0, a1 at 1 (class 0), b0 at 2, b1 at 10 (class 1); class 2 a singleton (no query)
+    x = np.array([[0.0], [1.0], [2.0], [10.0], [30.0]], dtype=np.float32)
+    y = np.array([0, 0, 1, 1, 2])
+    nn, _ = nearest_neighbours(x, 3)
+    scores = class_scores(nn, y)
+    # a0: a1 first (hit); a1: a0 (d 1) ties b0 (d 1), the lower index first: hit; b0: a1 first: miss, R = 1;
+    # b1: b0 first (d 8): hit
+    assert scores.index.tolist() == [0, 1] and scores.queries.tolist() == [2, 2]
+    assert scores.precision_at_1.tolist() == [1.0, 0.5] and scores.map_at_r.tolist() == [1.0, 0.5]
 
 
 def test_mean_interval_by_hand_and_against_scipy():
@@ -214,7 +234,8 @@ def test_evaluate_run_reads_the_models_and_writes_one_spectrum_per_model(tmp_pat
         (tmp_path / f"fold-{fold}-seed-{seed}").mkdir()
         np.savez(tmp_path / f"fold-{fold}-seed-{seed}" / "test_embeddings.npz", embeddings=rng.normal(size=(20, 3)),
                  labels=labels)
-    result, spectra = evaluate_run((str(tmp_path), "x", models, tiny_params.eval, 0))
+    result, spectra, per_class = evaluate_run((str(tmp_path), "x", models, tiny_params.eval, 0))
+    assert per_class.shape == (4, 1 + 2 * len(models)) and (per_class.queries == 5).all()
     assert result["num_test_images"] == 20 and result["num_test_classes"] == 4
     assert result["folds"] == [0, 1] and result["seeds"] == [0, 3]
     assert set(result["separated"]["models"]) == {"fold_0_seed_0", "fold_1_seed_0", "fold_0_seed_3", "fold_1_seed_3"}

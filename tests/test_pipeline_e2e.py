@@ -47,7 +47,7 @@ def repo(tmp_path_factory):
 
 
 RUNS = ("ms", "proxy_anchor", "c2_loss_proxy", "c2_ccp", "ms_plain", "ms_profs_hncm")
-FIGURES = ("ccp_proxies_pool", "ccp_lambda", "profs_lambda", "profs_m", "ccp_loss_proxy_vs_ccp",
+FIGURES = ("validation_curves", "ccp_proxies_pool", "ccp_lambda", "profs_lambda", "profs_m", "ccp_loss_proxy_vs_ccp",
            "ccp_steps_per_projection", "ccp_subproblems", "spectrum", "ccp_poc")
 
 
@@ -82,6 +82,10 @@ def test_repro_builds_every_output(repo):
                  "ccp → sample_ccp (2-D proof of concept)"):
         assert pair in claims, pair
     assert "**not run**" in claims  # the tiny config trains no batch run, no ANML pair: listed, not dropped
+    assert "bootstrap over test classes and models" in claims
+    budgets = (reports / "budgets.md").read_text()
+    assert all(f"| {run} | 2 / 3 |" in budgets for run in RUNS)  # the tiny config's patience / max epochs
+    assert (reports / "per_class" / "c2_ccp.csv").read_text().startswith("class,queries,fold_0_seed_0:map_at_r,")
     assert all(f"figures/{name}.png" in index for name in FIGURES)
     assert len((reports / "ablations" / "ccp.csv").read_text().splitlines()) == 1 + 4 + 2
     lanml = (reports / "lanml.md").read_text()
@@ -122,7 +126,8 @@ def test_ccp_lambda_changes_only_ccp_rows_and_figures(repo):
     changed_rows = {k for k in before["rows"] if before["rows"][k] != after["rows"][k]}
     assert changed_rows and all(k.startswith("c2_ccp") for k in changed_rows)  # loss_proxy has no lambda
     changed_figures = {k for k in before["figures"] if before["figures"][k] != after["figures"][k]}
-    assert changed_figures and all(k.startswith(("ccp_", "spectrum")) for k in changed_figures), changed_figures
+    assert changed_figures and all(k.startswith(("ccp_", "spectrum", "validation_curves")) for k in changed_figures), \
+        changed_figures
     assert not {"profs_lambda.png", "profs_m.png"} & changed_figures
     assert before["lanml"] == after["lanml"]
     assert "lambda: 0.03" in (repo / "params.yaml").read_text()

@@ -1,5 +1,7 @@
 """PROFS: M = ceil(rho/p(y)), representative batches, projections every M steps, HNCM."""
 
+from dataclasses import replace
+
 import numpy as np
 import pytest
 import torch
@@ -51,29 +53,51 @@ def make_objective(params, data, model, variant):
 
 @pytest.mark.parametrize("variant", ["profs", "profs_hncm"])
 def test_batches_hold_the_representatives_which_change_every_m_steps(profs_setup, variant):
+    """The authors' sampler: B images, each class's representative in place of one of its examples; the
+    representatives change every M batches, theta^(k) every M steps (Alg. 1)."""
     params, data, model = profs_setup
     objective = make_objective(params, data, model, variant)
-    seen_reps, fed = [], []
-    original = objective._inputs
+    i, b = params.train.images_per_class, params.train.classes_per_batch * params.train.images_per_class
+    draws = []
+    original = objective._draw_representatives
 
-    def recording(classes):
-        fed.append([int(objective.reps[int(c)]) for c in classes])
-        return original(classes)
+    def recording():
+        original()
+        draws.append(objective.steps)
 
-    objective._inputs = recording
+    objective._draw_representatives = recording
+    sampler = objective.batch_sampler(data.train_labels, replace(params.train, steps_per_epoch=10), seed=0)
     labels = torch.as_tensor(data.train_labels)
-    for step in range(10):
-        batch = torch.cat([torch.nonzero(labels == c).flatten()[:4] for c in (0, 1)])  # classes 0 and 1
+    seen = []
+    for step, batch in zip(range(10), sampler):
+        batch = np.asarray(batch)
+        assert len(batch) == b  # the batch keeps its size
+        blocks = batch.reshape(-1, i)
+        classes = data.train_labels[blocks[:, 0]]
+        assert (data.train_labels[blocks] == classes[:, None]).all()  # class after class
+        assert (blocks[:, 0] == objective.reps[classes]).all()  # each class's representative first
+        seen.append(objective.reps.copy())
         x, y = data.train.tensors[0][batch], labels[batch]
         objective.batch_loss(model, x, y).backward()
-        seen_reps.append(objective.reps.copy())
-        reps_fed = set(fed[-1])
-        assert {int(objective.reps[0]), int(objective.reps[1])} <= reps_fed  # the batch's own classes
-        assert reps_fed <= set(objective.reps.tolist())  # only this projection's representatives
+    assert draws == [3, 6, 9]  # a new set of representatives before batches 3, 6, 9 (M = 3)
     assert objective.projection_starts == [0, 3, 6, 9]
-    assert all(np.array_equal(seen_reps[s], seen_reps[s - 1]) for s in range(1, 10) if s % 3)
+    assert all(np.array_equal(seen[s], seen[s - 1]) for s in range(1, 10) if s % 3)
     for r, c in zip(objective.reps, range(len(objective.reps))):
         assert data.train_labels[r] == c  # one representative per class, of that class
+
+
+def test_representatives_are_the_anchors_against_the_examples(profs_setup):
+    """Pairs are representative x example only (section 5.3): the loss equals the loss with the
+    representatives as anchors and the other images as references."""
+    params, data, model = profs_setup
+    objective = make_objective(params, data, model, "profs")
+    objective.cfg.lambda_ = 0.0
+    batch = np.asarray(next(iter(objective.batch_sampler(data.train_labels, params.train, seed=1))))
+    x, y = data.train.tensors[0][batch], torch.as_tensor(data.train_labels[batch])
+    emb = model(x)
+    reps = torch.arange(len(y)) % params.train.images_per_class == 0
+    expected = objective.loss(emb[reps], y[reps], ref_emb=emb[~reps], ref_labels=y[~reps])
+    assert torch.equal(objective.batch_loss(model, x, y), expected)
 
 
 def test_hncm_class_choice_hand_built():
@@ -92,7 +116,7 @@ def test_hncm_batches_pair_each_seed_with_its_nearest_class(profs_setup):
     position = torch.randperm(num_classes).float() * 10  # classes on a line, 10 apart
     objective.memory = torch.zeros(num_classes, 8)
     objective.memory[:, 0] = position
-    sampler = objective.batch_sampler(data.train_labels, params.train)
+    sampler = objective.batch_sampler(data.train_labels, params.train, seed=0)
     batch_size = params.train.classes_per_batch * params.train.images_per_class
     for batch in sampler:
         assert len(batch) == batch_size  # hard classes replace random ones: the batch size is kept
@@ -176,6 +200,8 @@ def test_npair_with_representatives_hand_computed():
     expected = (-torch.log_softmax(logits, dim=1)[[0, 1], [0, 1]]).mean()
     got = RepresentativeNPairLoss()(reps, torch.tensor([0, 1]), ref_emb=examples, ref_labels=labels)
     assert float(got) == pytest.approx(float(expected))
+    swapped = RepresentativeNPairLoss()(reps.flip(0), torch.tensor([1, 0]), ref_emb=examples, ref_labels=labels)
+    assert float(swapped) == pytest.approx(float(expected))  # the batch's class order does not matter
 
 
 def test_softtriple_profs_is_the_loss_plus_the_step_regulariser(profs_setup):

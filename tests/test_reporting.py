@@ -128,3 +128,31 @@ def test_every_benchmark_maps_to_its_published_rows():
     for name in BENCHMARK_NAMES:
         assert (published.dataset == paper_dataset(name)).sum() > 50, name
     assert paper_dataset("digit_pairs") is None
+
+
+def test_budget_table_and_patience_replay_by_hand():
+    """A hand-made log: best epoch, stop epoch, a model cut by the epoch cap, and what shorter patience keeps."""
+    from pipeline.reporting import budgets
+
+    curve = [0.1, 0.5, 0.4, 0.4, 0.6, 0.6, 0.6, 0.6]  # best at epoch 4, then 3 stale epochs: stopped by patience 3
+    rising = [0.1, 0.2, 0.3, 0.4]  # still improving at the cap
+    ccp = [0.1, 0.5, 0.4, 0.3, 0.7, 0.6, 0.6, 0.6]  # sub-problems 1 (epochs 1-3) and 2 (epochs 4-7)
+    logs = pd.concat([
+        pd.DataFrame({"epoch": range(8), "val_map_at_r": curve, "run": "a", "model": "m0"}),
+        pd.DataFrame({"epoch": range(4), "val_map_at_r": rising, "run": "a", "model": "m1"}),
+        pd.DataFrame({"epoch": range(8), "val_map_at_r": ccp, "subproblem": [1, 1, 1, 1, 2, 2, 2, 2], "run": "b",
+                      "model": "m0"}),
+    ], ignore_index=True)
+    models = budgets.per_model(logs, {"a": 3, "b": 3})
+    assert models[["best_epoch", "stop_epoch"]].values.tolist() == [[4, 7], [3, 3], [4, 7]]
+    assert models.cut_while_improving.tolist() == [False, True, False]
+    assert models.units.iloc[2] == 2 and models.unit.iloc[2] == "sub-problems" and pd.isna(models.units.iloc[0])
+    # patience 1: model a/m0 stops after epoch 2 keeping 0.5 (0.1 lost); a/m1 keeps rising (nothing lost); CCP b/m0
+    # is stale after epoch 2 but may stop only where sub-problem 1 ends (epoch 3): keeps 0.5, loses 0.2
+    replay = budgets.replay_shorter_patience(logs, {"a": 3, "b": 3}, 1e-5, shorter=(1, 3))
+    assert replay.patience.tolist() == [1] and replay.models_stopping_earlier.tolist() == [2]
+    assert replay.mean_val_map_at_r_lost.iloc[0] == pytest.approx(100 * (0.1 + 0.0 + 0.2) / 3)
+    assert replay.max_val_map_at_r_lost.iloc[0] == pytest.approx(20.0)
+    text = budgets.budget_markdown(models, {"a": 3, "b": 3}, {"a": 3, "b": 10})
+    assert "| a | 3 / 3 | 3.5 (3-4) | 5 (3-7) | - | **1 of 2** |" in text
+    assert "| b | 3 / 10 | 4 (4-4) | 7 (7-7) | 2 (2-2) sub-problems | 0 of 1 |" in text

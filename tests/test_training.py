@@ -48,6 +48,53 @@ def test_early_stopping_uses_patience(tiny_dict, tiny_data):
                                                           "min_delta": 0.5}}))
     result = train_fold(params, "ms", 0, manifest, features, CPU)
     assert len(result.fit.history) == 1 + 2 and result.fit.best_epoch == 0
+    assert result.fit.stop_reason == "patience"
+
+
+def _no_progress(tiny_dict, **sections) -> dict:
+    """Nothing improves by min_delta: the shared rule would stop after train.patience = 1 epoch."""
+    return merge(tiny_dict, {"train": {"lr": 1e-12, "max_epochs": 30, "patience": 1, "min_delta": 0.5,
+                                       "steps_per_epoch": 4}, **sections})
+
+
+def test_ccp_takes_the_stop_only_at_the_end_of_a_sub_problem(tiny_dict, tiny_data):
+    manifest, features = tiny_data
+    params = params_from_dict(_no_progress(tiny_dict, ccp={"patience": 3}))
+    result = train_fold(params, "c2_ccp", 0, manifest, features, CPU)
+    epochs = len(result.fit.history) - 1
+    # the first sub-problem's first epoch improves on -inf, then 3 stale epochs end it: 4 epochs, then the stop
+    assert [r["epochs"] for r in result.diagnostics] == [4] and epochs == 4
+    assert result.fit.stop_reason == "patience"
+    assert [h["subproblem"] for h in result.fit.history] == [1] * 5
+    loss_proxy = train_fold(params, "c2_loss_proxy", 0, manifest, features, CPU)
+    assert len(loss_proxy.fit.history) - 1 == 1  # no sub-problems to finish: the shared rule alone
+
+
+def test_profs_takes_the_stop_only_at_the_end_of_a_projection(tiny_dict, tiny_data):
+    manifest, features = tiny_data
+    params = params_from_dict(_no_progress(tiny_dict, profs={"m_mode": "fixed", "m": 10}))
+    result = train_fold(params, "ms_profs", 0, manifest, features, CPU)
+    epochs = len(result.fit.history) - 1
+    assert epochs == 3  # steps 4, 8, 12: the first projection (10 steps) ends in epoch 3
+    assert [h.get("projection") for h in result.fit.history] == [1, 1, 1, 2]
+    plain = train_fold(params, "ms_plain", 0, manifest, features, CPU)
+    assert len(plain.fit.history) - 1 == 1 and plain.fit.stop_reason == "patience"
+
+
+def test_profs_budget_of_the_presets(tiny_dict, tiny_data):
+    """profs.max_epochs / profs.patience give the whole PROFS family, plain included, its own budget."""
+    from pipeline.runs import run_train_config
+
+    params = params_from_dict(merge(tiny_dict, {"profs": {"max_epochs": 100, "patience": 100}}))
+    for run in ("ms_plain", "ms_profs_hncm"):
+        assert (run_train_config(params, run).max_epochs, run_train_config(params, run).patience) == (100, 100)
+    assert run_train_config(params, "ms") is params.train
+
+
+def test_epoch_cap_is_the_stop_reason(tiny_dict, tiny_data):
+    manifest, features = tiny_data
+    params = params_from_dict(merge(tiny_dict, {"train": {"max_epochs": 2, "patience": 5}}))
+    assert train_fold(params, "ms", 0, manifest, features, CPU).fit.stop_reason == "max_epochs"
 
 
 def test_folds_train_and_validate_on_disjoint_classes(tiny_params, tiny_data):

@@ -10,30 +10,40 @@ seed's folds concatenated) and summarised over the seeds the same way.
 from __future__ import annotations
 
 import numpy as np
+import pandas as pd
 
 from pipeline.config import EvalConfig
 from pipeline.evaluation.clustering import clustering_metrics
 from pipeline.evaluation.intervals import mean_interval
 from pipeline.evaluation.knn import nearest_neighbours
-from pipeline.evaluation.retrieval import neighbour_depth, retrieval_metrics
+from pipeline.evaluation.retrieval import class_scores, neighbour_depth, retrieval_metrics
 from pipeline.evaluation.spectrum import spectral_decay
 
 
-def evaluate_embeddings(x: np.ndarray, labels: np.ndarray, cfg: EvalConfig, seed: int,
-                        query: np.ndarray | None = None) -> dict[str, float]:
-    """Every metric of one embedding of the test set. With a `query` mask (In-shop), the queries are
-    ranked against the other rows, the gallery; the clustering metrics use every row."""
+def evaluate_model(x: np.ndarray, labels: np.ndarray, cfg: EvalConfig, seed: int,
+                   query: np.ndarray | None = None) -> tuple[dict[str, float], pd.DataFrame]:
+    """Every metric of one embedding of the test set, and its per-class MAP@R and P@1
+    (retrieval.class_scores). With a `query` mask (In-shop), the queries are ranked against the other
+    rows, the gallery; the clustering metrics use every row."""
     if query is not None and query.any():
         g = ~query
         depth = neighbour_depth(labels[query], cfg.recall_at, labels[g])
         neighbours, _ = nearest_neighbours(x[g], depth, cfg.query_chunk, progress=True, queries=x[query])
         out = retrieval_metrics(neighbours, labels[query], cfg.recall_at, gallery_labels=labels[g])
+        per_class = class_scores(neighbours, labels[query], gallery_labels=labels[g])
     else:
         neighbours, _ = nearest_neighbours(x, neighbour_depth(labels, cfg.recall_at), cfg.query_chunk, progress=True)
         out = retrieval_metrics(neighbours, labels, cfg.recall_at)
+        per_class = class_scores(neighbours, labels)
     out.update(clustering_metrics(x, labels, seed, cfg.kmeans_niter, cfg.kmeans_restarts))
     out["spectral_decay"] = spectral_decay(x)
-    return out
+    return out, per_class
+
+
+def evaluate_embeddings(x: np.ndarray, labels: np.ndarray, cfg: EvalConfig, seed: int,
+                        query: np.ndarray | None = None) -> dict[str, float]:
+    """Every metric of one embedding of the test set (evaluate_model without the per-class scores)."""
+    return evaluate_model(x, labels, cfg, seed, query)[0]
 
 
 def l2_normalize(x: np.ndarray) -> np.ndarray:
@@ -58,13 +68,19 @@ def model_key(fold: int, seed: int) -> str:
 
 
 def mlrc_protocol(embeddings: dict[tuple[int, int], np.ndarray], labels: np.ndarray, cfg: EvalConfig, seed: int,
-                  query: np.ndarray | None = None) -> dict:
+                  query: np.ndarray | None = None) -> tuple[dict, pd.DataFrame]:
     """Separated (every (fold, seed) model, summarised) and Concatenated (per replicate seed, summarised)
-    metrics of the test embeddings of a run's models, keyed by (fold, replicate seed)."""
-    per_model = {model_key(f, s): evaluate_embeddings(x, labels, cfg, seed, query) for (f, s), x in embeddings.items()}
+    metrics of the test embeddings of a run's models, keyed by (fold, replicate seed); and the separated
+    models' per-class scores, one row per test class: its queries, then ``<model>:map_at_r`` and
+    ``<model>:precision_at_1`` per model."""
+    per_model, classes = {}, []
+    for (f, s), x in embeddings.items():
+        per_model[model_key(f, s)], scores = evaluate_model(x, labels, cfg, seed, query)
+        classes.append(scores.drop(columns="queries").add_prefix(f"{model_key(f, s)}:"))
+    per_class = pd.concat([scores[["queries"]], *classes], axis=1)
     per_seed = {}
     for s in dict.fromkeys(s for _, s in embeddings):
         folds = [x for (_, s2), x in embeddings.items() if s2 == s]
         per_seed[f"seed_{s}"] = evaluate_embeddings(np.hstack([l2_normalize(x) for x in folds]), labels, cfg, seed, query)
-    return {"separated": {**summarise(per_model), "models": per_model},
-            "concatenated": {**summarise(per_seed), "seeds": per_seed}}
+    return ({"separated": {**summarise(per_model), "models": per_model},
+             "concatenated": {**summarise(per_seed), "seeds": per_seed}}, per_class)

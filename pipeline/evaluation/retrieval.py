@@ -26,6 +26,7 @@ every retrieval metric (``num_queries`` in the result says how many were used).
 from __future__ import annotations
 
 import numpy as np
+import pandas as pd
 
 from pipeline.evaluation.knn import nearest_neighbours
 
@@ -38,10 +39,9 @@ def neighbour_depth(labels: np.ndarray, recall_at: list[int], gallery_labels: np
     return int(min(available, max(max(recall_at), counts.max())))
 
 
-def retrieval_metrics(neighbours: np.ndarray, labels: np.ndarray, recall_at: list[int],
-                      gallery_labels: np.ndarray | None = None) -> dict[str, float]:
-    """All retrieval metrics from a (N, k) neighbour index matrix sorted by distance: neighbours among
-    the other items of `labels`, or, with `gallery_labels`, among the gallery (query/gallery protocol)."""
+def _relevance(neighbours: np.ndarray, labels: np.ndarray, gallery_labels: np.ndarray | None):
+    """(rel, R, class size, valid query mask): rel[q, i] = 1 when the i-th neighbour of valid query q shares
+    its class; R = the other items (gallery items) of its class; queries with R = 0 are not valid."""
     labels = np.asarray(labels)
     if gallery_labels is None:
         gallery = labels
@@ -59,28 +59,47 @@ def retrieval_metrics(neighbours: np.ndarray, labels: np.ndarray, recall_at: lis
         raise ValueError("no query has another item of its class: retrieval metrics are undefined")
     rel = (gallery[neighbours] == labels[:, None])[valid]
     r, class_size = r[valid], class_size[valid]
-    k = rel.shape[1]
-    if r.max() > k:
-        raise ValueError(f"{k} neighbours cannot cover the largest class (R = {r.max()})")
-    rank = np.arange(1, k + 1)
+    if r.max() > rel.shape[1]:
+        raise ValueError(f"{rel.shape[1]} neighbours cannot cover the largest class (R = {r.max()})")
+    return rel, r, class_size, valid
+
+
+def _average_precision(rel: np.ndarray, window: np.ndarray) -> np.ndarray:
+    """(1/w) sum_{i<=w} P@i rel_i per query, w its window (MLRC eq. 2 with w = R)."""
+    rank = np.arange(1, rel.shape[1] + 1)
     precision_at_i = np.cumsum(rel, axis=1) / rank
+    inside = rank[None, :] <= window[:, None]
+    return (precision_at_i * rel * inside).sum(axis=1) / window
 
-    def average_precision(window: np.ndarray) -> np.ndarray:
-        inside = rank[None, :] <= window[:, None]
-        return (precision_at_i * rel * inside).sum(axis=1) / window
 
-    inside_r = rank[None, :] <= r[:, None]
+def retrieval_metrics(neighbours: np.ndarray, labels: np.ndarray, recall_at: list[int],
+                      gallery_labels: np.ndarray | None = None) -> dict[str, float]:
+    """All retrieval metrics from a (N, k) neighbour index matrix sorted by distance: neighbours among
+    the other items of `labels`, or, with `gallery_labels`, among the gallery (query/gallery protocol)."""
+    rel, r, class_size, valid = _relevance(neighbours, labels, gallery_labels)
+    k = rel.shape[1]
+    inside_r = np.arange(1, k + 1)[None, :] <= r[:, None]
     out = {
         "precision_at_1": float(rel[:, 0].mean()),
         "r_precision": float(((rel & inside_r).sum(axis=1) / r).mean()),
-        "map_at_r": float(average_precision(r).mean()),
+        "map_at_r": float(_average_precision(rel, r).mean()),
         "num_queries": int(valid.sum()),
     }
     if class_size.max() <= k:
-        out["map_at_c"] = float(average_precision(class_size).mean())
+        out["map_at_c"] = float(_average_precision(rel, class_size).mean())
     for kk in recall_at:
         out[f"recall_at_{kk}"] = float(rel[:, : min(kk, k)].any(axis=1).mean())
     return out
+
+
+def class_scores(neighbours: np.ndarray, labels: np.ndarray, gallery_labels: np.ndarray | None = None) -> pd.DataFrame:
+    """Per test class (index): its valid queries and their mean MAP@R and P@1, so that a metric over a
+    resample of classes is the query-weighted mean of these rows (the bootstrap over test classes)."""
+    rel, r, _, valid = _relevance(neighbours, labels, gallery_labels)
+    scores = pd.DataFrame({"label": np.asarray(labels)[valid], "map_at_r": _average_precision(rel, r),
+                           "precision_at_1": rel[:, 0].astype(np.float64)})
+    grouped = scores.groupby("label", sort=True)
+    return grouped.mean().assign(queries=grouped.size()).rename_axis("class")[["queries", "map_at_r", "precision_at_1"]]
 
 
 def map_at_r(embeddings: np.ndarray, labels: np.ndarray, chunk: int = 4096) -> float:

@@ -20,10 +20,10 @@ def embeddings_file(run_folder: str | Path, fold: int, seed: int) -> Path:
     return Path(run_folder) / model_name(fold, seed) / "test_embeddings.npz"
 
 
-def evaluate_run(job: tuple) -> tuple[dict, pd.DataFrame]:
-    """(metrics, spectra) of run folder `path` = job[0] with models `models` = job[2], (fold, seed) pairs:
-    MLRC Separated and Concatenated metrics with the test set's size, and the normalised singular values
-    of each model's test embeddings."""
+def evaluate_run(job: tuple) -> tuple[dict, pd.DataFrame, pd.DataFrame]:
+    """(metrics, spectra, per-class scores) of run folder `path` = job[0] with models `models` = job[2],
+    (fold, seed) pairs: MLRC Separated and Concatenated metrics with the test set's size, the normalised
+    singular values of each model's test embeddings, and every model's MAP@R and P@1 per test class."""
     path, name, models, cfg, seed = job
     embeddings, labels, query = {}, None, None
     for fold, s in models:
@@ -34,7 +34,7 @@ def evaluate_run(job: tuple) -> tuple[dict, pd.DataFrame]:
             embeddings[fold, s] = z["embeddings"]
             labels = z["labels"]
             query = z["query"] if "query" in z.files else None
-    result = mlrc_protocol(embeddings, labels, cfg, seed, query)
+    result, per_class = mlrc_protocol(embeddings, labels, cfg, seed, query)
     result["folds"] = sorted({f for f, _ in models})
     result["seeds"] = list(dict.fromkeys(s for _, s in models))
     result["num_test_images"] = int(len(labels))
@@ -44,4 +44,4 @@ def evaluate_run(job: tuple) -> tuple[dict, pd.DataFrame]:
     spectra = pd.concat([pd.DataFrame({"fold": fold, "seed": s, "index": np.arange(1, x.shape[1] + 1),
                                        "singular_value": singular_value_spectrum(x)})
                          for (fold, s), x in embeddings.items()])
-    return result, spectra
+    return result, spectra, per_class

@@ -14,11 +14,19 @@ where the batch samples are the anchors and every reference is a positive
 - ``triplet``: triplet margin loss on Euclidean distance, all triplets, no mining.
 
 Embeddings reach the losses already normalised by the model (Lipschitz, L2 or
-none), so the Euclidean losses do not normalise again. pytorch-metric-learning
-averages the positive and the negative terms of the contrastive losses
-separately and adds them; ``reducer`` chooses between the plain mean over pairs
-(``mean``, the expectation of CCP eq. 4.11) and the mean over non-zero terms
-(``avg_nonzero``, the library default).
+none), so the Euclidean losses do not normalise again. ``similarity`` chooses
+what C1 and MS call the cosine: ``dot``, the dot product of the normalised
+embeddings (the authors' release: with the Lipschitz normalisation a vector
+inside the unit ball keeps its length), or ``cosine``, which normalises again.
+
+pytorch-metric-learning reduces the positive and the negative terms of the
+contrastive losses separately and adds them. ``reducer``:
+- ``release`` (the authors' release, per loss): C2 and triplet average over the
+  non-zero terms; C1 sums all terms and divides by the number of anchors (the
+  batch); MS averages over anchors;
+- ``mean``: the plain mean over pairs (triplets; MS: anchors), the expectation
+  of CCP eq. 4.11;
+- ``avg_nonzero``: the mean over non-zero terms for every loss.
 """
 
 from __future__ import annotations
@@ -55,21 +63,39 @@ class AllTripletMarginLoss(losses.TripletMarginLoss):
         return super().compute_loss(embeddings, labels, indices_tuple, ref_emb, ref_labels)
 
 
-def _reducer(name: str):
+class PerAnchorSumReducer(reducers.MeanReducer):
+    """The sum of the pair (or element) losses divided by the number of anchors, i.e. the batch: the
+    release's C1 reduction, ``(sum_pos + sum_neg) / n``."""
+
+    def element_reduction(self, losses, loss_indices, embeddings, labels):
+        return torch.sum(losses) / len(embeddings)
+
+    pos_pair_reduction = neg_pair_reduction = triplet_reduction = element_reduction
+
+
+RELEASE_REDUCERS = {"c1": PerAnchorSumReducer, "c2": reducers.AvgNonZeroReducer, "ms": reducers.MeanReducer,
+                    "triplet": reducers.AvgNonZeroReducer}
+
+
+def _reducer(loss: str, name: str):
+    if name == "release":
+        return RELEASE_REDUCERS[loss]()
     return reducers.MeanReducer() if name == "mean" else reducers.AvgNonZeroReducer()
 
 
-def build_pair_loss(name: str, cfg, reducer: str = "mean"):
+def build_pair_loss(name: str, cfg, reducer: str = "release", similarity: str = "dot"):
     """A pytorch-metric-learning loss for `name` with its margins from `cfg` (the ccp section)."""
+    if name not in PAIR_LOSSES:
+        raise ValueError(f"unknown pair loss {name!r} (valid: {', '.join(PAIR_LOSSES)})")
     euclidean = distances.LpDistance(normalize_embeddings=False, p=2, power=1)
+    cosine = distances.DotProductSimilarity(normalize_embeddings=False) if similarity == "dot" else distances.CosineSimilarity()
+    reduce = _reducer(name, reducer)
     if name == "c1":
-        return losses.ContrastiveLoss(pos_margin=1.0, neg_margin=cfg.c1.neg_margin,
-                                      distance=distances.CosineSimilarity(), reducer=_reducer(reducer))
+        return losses.ContrastiveLoss(pos_margin=1.0, neg_margin=cfg.c1.neg_margin, distance=cosine, reducer=reduce)
     if name == "c2":  # CCP eq. 4.2: m+ = beta - alpha, m- = beta + alpha
         return losses.ContrastiveLoss(pos_margin=cfg.c2.beta - cfg.c2.alpha, neg_margin=cfg.c2.beta + cfg.c2.alpha,
-                                      distance=euclidean, reducer=_reducer(reducer))
+                                      distance=euclidean, reducer=reduce)
     if name == "ms":
-        return losses.MultiSimilarityLoss(alpha=cfg.ms.alpha, beta=cfg.ms.beta, base=cfg.ms.base)
-    if name == "triplet":
-        return AllTripletMarginLoss(margin=cfg.triplet.margin, distance=euclidean, reducer=_reducer(reducer))
-    raise ValueError(f"unknown pair loss {name!r} (valid: {', '.join(PAIR_LOSSES)})")
+        return losses.MultiSimilarityLoss(alpha=cfg.ms.alpha, beta=cfg.ms.beta, base=cfg.ms.base, distance=cosine,
+                                          reducer=reduce)
+    return AllTripletMarginLoss(margin=cfg.triplet.margin, distance=euclidean, reducer=reduce)

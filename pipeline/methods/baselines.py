@@ -111,18 +111,13 @@ class BaselineObjective(Objective):
         super().__init__(loss, miner, lr=cfg.loss_lr)
         self.sampler = cfg.sampler
 
-    def batch_sampler(self, labels, cfg: TrainConfig):
+    def batch_sampler(self, labels, cfg: TrainConfig, seed: int):
         """SPC-k with k other than train.images_per_class, or random-class batches; else the default."""
         batch, k = cfg.classes_per_batch * cfg.images_per_class, self.sampler.images_per_class
         if self.sampler.name == "random_class":
-            return RandomClassBatchSampler(labels, batch, cfg.steps_per_epoch, _sampler_seed())
+            return RandomClassBatchSampler(labels, batch, cfg.steps_per_epoch, seed)
         if k and (batch % k or batch // k < 2):
             raise ValueError(f"sampler.images_per_class={k} must divide the batch of {batch} into >= 2 classes")
         if k and k != cfg.images_per_class:
-            return ClassBatchSampler(labels, batch // k, k, cfg.steps_per_epoch, _sampler_seed())
+            return ClassBatchSampler(labels, batch // k, k, cfg.steps_per_epoch, seed)
         return None
-
-
-def _sampler_seed() -> int:
-    """A sampler seed from torch's generator (seeded per run), drawn only when a sampler is built."""
-    return int(torch.randint(2**31 - 1, ()))

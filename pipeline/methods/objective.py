@@ -12,10 +12,11 @@ class Objective(nn.Module):
 
     ``param_groups`` lists the objective's own parameters with their learning
     rates for the optimiser; the embedding model's parameters use ``train.lr``.
-    Outer-loop methods (CCP) override the hooks the training loop calls:
+    Outer-loop methods (CCP, PROFS) override the hooks the training loop calls:
     ``begin`` before the first step, ``batch_sampler`` for methods that build their
-    own batches (PROFS HNCM), ``batch_loss`` at every step, ``end_epoch``
-    after each validation (returning True stops training) and ``finish`` at the end.
+    own batches (PROFS), ``batch_loss`` at every step, ``end_epoch`` after each
+    validation (it decides whether training stops there), ``progress`` for the
+    columns it adds to the per-epoch log, and ``finish`` at the end.
     ``diagnostics`` collects rows the train stage writes out (one per sub-problem).
     """
 
@@ -71,13 +72,20 @@ class Objective(nn.Module):
         """The loss minimised at one step."""
         return self(model(x), y)
 
-    def batch_sampler(self, labels, cfg) -> Sampler | None:
-        """The batches of an epoch (cfg: TrainConfig); None: the loop's class-balanced default."""
+    def batch_sampler(self, labels, cfg, seed: int) -> Sampler | None:
+        """The batches of an epoch (cfg: TrainConfig; seed: the run's batch seed, shared by the runs a
+        claim compares); None: the loop's class-balanced default."""
         return None
 
-    def end_epoch(self, ctx, epoch: int, val_map_at_r: float) -> bool:
-        """Called after each epoch's validation; True stops training."""
-        return False
+    def end_epoch(self, ctx, epoch: int, val_map_at_r: float, patience_exhausted: bool) -> bool:
+        """Called after each epoch's validation; True stops training. `patience_exhausted`: the shared
+        budget rule (train.patience epochs without a better validation MAP@R) allows a stop; a method with
+        an outer loop defers it to the end of its sub-problem or projection, and may end training itself."""
+        return patience_exhausted
+
+    def progress(self) -> dict:
+        """Columns this method adds to the per-epoch log (e.g. the current sub-problem)."""
+        return {}
 
     def finish(self, ctx) -> None:
         """Called once after the last epoch."""

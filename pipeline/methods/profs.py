@@ -1,13 +1,21 @@
 """PROFS: alternating projections with class representatives (PROFS Algorithm 1, section 4).
 
 Each projection k samples one representative per class (the set R); for M
-steps every batch is a set of examples E from the usual sampler plus the
-representatives R' of the classes in E, and minimises the loss over
+steps every batch of B = classes_per_batch x I images holds, for each of its
+classes, the class's representative (the set R') in place of one of its I
+examples (the authors' sampler: B stays B), and minimises the loss over
 representative-example pairs plus lambda/2 ||theta - theta^(k)||^2 (eq. 4.7);
 then theta^(k) <- theta and a new R is drawn. Pairs between two examples are
 not used (for lifted and MS: "ignoring the pairwise terms between the
 non-representative samples", section 5.3); the representatives are the anchors
-and the examples the references of pytorch-metric-learning's losses.
+and the examples the references of pytorch-metric-learning's losses. Pairs
+between two representatives are not used either (the release's default).
+
+Budget: the rule every run shares (pipeline/training.py); PROFS takes the stop
+only at the end of an epoch in which a projection ended, so the projection that
+was running when the patience ran out is completed. The real-data presets give
+the PROFS family (plain included) the paper's budget with ``profs.max_epochs``
+/ ``profs.patience``: 100 epochs, best epoch reported.
 
 M is either fixed or derived as M = ceil(rho / p(y)) with p(y) = B / (I L),
 the probability that a class appears in a batch of B = (classes per batch x I)
@@ -110,7 +118,7 @@ class RepresentativeNPairLoss(torch.nn.Module):
         if ref_emb is None:  # plain variant: the library's N-pair loss on the batch
             return losses.NPairsLoss()(reps, rep_labels)
         keep = torch.isin(ref_labels, rep_labels)
-        target = torch.searchsorted(rep_labels, ref_labels[keep])  # rep_labels is sorted (torch.unique)
+        target = (ref_labels[keep, None] == rep_labels[None, :]).int().argmax(dim=1)  # its class's representative
         return torch.nn.functional.cross_entropy(ref_emb[keep] @ reps.T, target)
 
 
@@ -146,8 +154,11 @@ class PROFSObjective(Objective):
             self.m = cfg.m
         else:
             self.m = projection_steps(cfg.rho, batch_size, images_per_class, num_classes)
+        self.images_per_class = images_per_class
         self.steps = 0
         self.projection_starts: list[int] = []  # step at which each projection began
+        self.completed_at_last_epoch = 0  # projections completed when the previous epoch ended
+        self.batches_drawn = 0  # batches the sampler has built with representatives
         self.reps = np.zeros(num_classes, dtype=np.int64)  # training row of each class's representative
         self.memory = torch.zeros(0)  # HNCM: last embedding of each class's representative
         self.theta_k: list[torch.Tensor] = []
@@ -157,19 +168,30 @@ class PROFSObjective(Objective):
         if self.variant == "plain":
             return
         self.ctx = ctx
+        if not self.regulariser_only:
+            self._draw_representatives()
         self._new_projection()
         if self.hncm and not self.regulariser_only:
             ctx.model.eval()
             with torch.no_grad():
-                self.memory = ctx.model(self._inputs(torch.arange(self.num_classes))).detach()
+                self.memory = ctx.model(ctx.inputs(self.reps)).detach()
             ctx.model.train()
 
-    def batch_sampler(self, labels, cfg):
-        """HNCM builds the batches (section 4.2); the other variants use the loop's sampler."""
-        if not self.hncm:
+    def batch_sampler(self, labels, cfg, seed):
+        """PROFS's batches: the representative in place of one example per class (section 4, the authors'
+        sampler), classes chosen by HNCM (section 4.2) or at random; plain: the loop's sampler."""
+        if self.variant == "plain" or (self.regulariser_only and not self.hncm):
             return None
-        return ClassBatchSampler(labels, cfg.classes_per_batch, cfg.images_per_class, cfg.steps_per_epoch,
-                                 seed=int(torch.randint(2**31 - 1, ())), choose_classes=self.choose_classes)
+        return ClassBatchSampler(labels, cfg.classes_per_batch, cfg.images_per_class, cfg.steps_per_epoch, seed,
+                                 choose_classes=self.choose_classes if self.hncm else None,
+                                 representatives=None if self.regulariser_only else self.batch_representatives)
+
+    def batch_representatives(self) -> np.ndarray:
+        """The representatives for the next batch: the same set for M batches, then a new one (Alg. 1)."""
+        if self.batches_drawn > 0 and self.batches_drawn % self.m == 0:
+            self._draw_representatives()
+        self.batches_drawn += 1
+        return self.reps
 
     def choose_classes(self, rng: np.random.Generator, n: int) -> np.ndarray:
         """HNCM: random seed classes, each followed by its nearest classes under the stored representatives."""
@@ -184,16 +206,25 @@ class PROFSObjective(Objective):
             return centres.reshape(self.num_classes, self.loss.centers_per_class, -1)
         return self.memory
 
+    def _draw_representatives(self) -> None:
+        """A new representative per class (Alg. 1, outer repeat: sample R)."""
+        self.reps = np.array([np.random.choice(rows) for rows in self.ctx.rows_per_class])
+
     def _new_projection(self) -> None:
-        """theta^(k) <- theta; a new representative per class (Alg. 1, outer repeat)."""
-        if not self.regulariser_only:
-            self.reps = np.array([np.random.choice(rows) for rows in self.ctx.rows_per_class])
+        """theta^(k) <- theta (Alg. 1, end of the inner repeat)."""
         self.theta_k = [p.detach().clone() for p in trainable(self.ctx.model)]
         self.projection_starts.append(self.steps)
 
-    def _inputs(self, classes: torch.Tensor) -> torch.Tensor:
-        """Inputs of the representatives of `classes`."""
-        return self.ctx.inputs(self.reps[classes.numpy()])
+    def progress(self) -> dict:
+        return {} if self.variant == "plain" or self.regulariser_only else {"projection": len(self.projection_starts)}
+
+    def end_epoch(self, ctx, epoch, val, patience_exhausted):
+        """Stop only at the end of an epoch in which a projection ended (SoftTriple: every step is one)."""
+        if self.variant == "plain" or self.regulariser_only:
+            return patience_exhausted
+        completed = self.steps // self.m
+        ended, self.completed_at_last_epoch = completed > self.completed_at_last_epoch, completed
+        return patience_exhausted and ended
 
     def batch_loss(self, model, x, y):
         if self.variant == "plain":
@@ -204,9 +235,10 @@ class PROFSObjective(Objective):
         penalty = projection_penalty(trainable(model), self.theta_k, self.cfg.lambda_) if self.cfg.lambda_ > 0 else 0
         if self.regulariser_only:  # SoftTriple-PROFS: the loss on the batch + the regulariser
             return self(model(x), y) + penalty
-        classes = torch.unique(y).cpu()  # R': the representatives of the batch's classes
-        emb = model(torch.cat([self._inputs(classes), x]))
-        reps, examples = emb[: len(classes)], emb[len(classes):]
+        emb = model(x)
+        is_rep = torch.zeros(len(y), dtype=torch.bool, device=y.device)
+        is_rep[:: self.images_per_class] = True  # the sampler puts each class's representative first
+        reps, classes = emb[is_rep], y[is_rep]
         if self.hncm:
-            self.memory[classes] = reps.detach().to(self.memory.device)
-        return self(reps, classes.to(y.device), ref_emb=examples, ref_labels=y) + penalty  # eq. 4.7
+            self.memory[classes.to(self.memory.device)] = reps.detach().to(self.memory.device)
+        return self(reps, classes, ref_emb=emb[~is_rep], ref_labels=y[~is_rep]) + penalty  # eq. 4.7

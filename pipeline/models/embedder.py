@@ -50,7 +50,11 @@ class Embedder(nn.Module):
                     m.eval()
         return self
 
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
+    def head_output(self, x: torch.Tensor) -> torch.Tensor:
+        """The embedding before normalisation (raw head output; CCP's release runs K-center on it)."""
         if self.backbone is not None:
             x = self.backbone(x)
-        return normalize_embeddings(self.head(x.flatten(1)), self.norm)
+        return self.head(x.flatten(1))
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return normalize_embeddings(self.head_output(x), self.norm)

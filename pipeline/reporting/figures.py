@@ -165,3 +165,28 @@ def spectrum_figure(spectra: dict, decay: dict, path: Path) -> None:
     ax.grid(alpha=0.3, which="both")
     ax.legend(fontsize=8)
     _save(fig, path)
+
+
+def curves_figure(logs, models, path: Path, columns: int = 6) -> None:
+    """Validation MAP@R per epoch of every run, one panel per run and one line per model, the best epoch
+    marked (dot) and a model cut while improving drawn red: did the curves flatten before training stopped?"""
+    runs = list(dict.fromkeys(logs.run))
+    rows = -(-len(runs) // columns)
+    fig, axes = plt.subplots(rows, columns, figsize=(3.0 * columns, 2.3 * rows), squeeze=False, sharey=True)
+    for ax, run in zip(axes.flat, runs):
+        for model, t in logs[logs.run == run].groupby("model", sort=False):
+            m = models[(models.run == run) & (models.model == model)].iloc[0]
+            color = "tab:red" if m.cut_while_improving else "tab:blue"
+            ax.plot(t.epoch, 100 * t.val_map_at_r, lw=0.8, alpha=0.7, color=color)
+            ax.plot(m.best_epoch, 100 * t.val_map_at_r.max(), "o", ms=3, color=color)
+        ax.set_title(run, fontsize=9)
+        ax.grid(alpha=0.3)
+    for ax in axes.flat[len(runs):]:
+        ax.axis("off")
+    for ax in axes[:, 0]:
+        ax.set_ylabel("val MAP@R (%)")
+    for ax in axes[-1]:
+        ax.set_xlabel("epoch")
+    fig.suptitle("Validation MAP@R per epoch, one line per fold x seed model (dot: best epoch; red: stopped "
+                 "before its patience ran out)", fontsize=11)
+    _save(fig, path, rect=(0, 0, 1, 0.97))

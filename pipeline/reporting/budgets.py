@@ -1,0 +1,112 @@
+"""Did every run get its budget? Best and stop epochs, sub-problems / projections, runs cut while improving.
+
+Read from the per-epoch training logs (reports/train_logs/<run>/<model>.csv; CCP runs log their current
+sub-problem, PROFS runs their current projection). A model counts as **cut while improving** when it
+stopped before its patience had run out, i.e. fewer than the run's patience epochs after its best
+epoch: at the epoch cap (train.max_epochs) or at ccp.max_subproblems. Such a model might still have
+improved, so a claim resting on it is flagged in the table.
+
+Did the patience itself decide anything? A model's trajectory does not depend on the patience (only
+where it stops does), so early stopping with a shorter patience can be replayed on the logged curve:
+``replay_shorter_patience`` says how many models would have kept an earlier, worse epoch and by how much
+validation MAP@R. If a shorter patience costs little, the curves had flattened well before the stop.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pandas as pd
+
+from pipeline.runs import model_name
+
+UNITS = {"subproblem": "sub-problems", "projection": "projections"}  # log column -> what the table calls it
+
+
+def read_logs(folder: Path, runs: list[str], models: list[tuple[int, int]]) -> pd.DataFrame:
+    """Every epoch row of the given runs and models, with `run` and `model` columns."""
+    frames = []
+    for run in runs:
+        for fold, seed in models:
+            path = folder / run / f"{model_name(fold, seed)}.csv"
+            if not path.is_file():
+                raise FileNotFoundError(f"{path}: training log not found (run the train stage of {run})")
+            frames.append(pd.read_csv(path).assign(run=run, model=model_name(fold, seed)))
+    return pd.concat(frames, ignore_index=True) if frames else pd.DataFrame(columns=["epoch", "val_map_at_r", "run", "model"])
+
+
+def per_model(logs: pd.DataFrame, patience: dict[str, int]) -> pd.DataFrame:
+    """One row per (run, model): best epoch, stop epoch, outer-loop units (NaN for none), cut while improving."""
+    rows = []
+    for (run, model), t in logs.groupby(["run", "model"], sort=False):
+        best = int(t.epoch[t.val_map_at_r.idxmax()])  # the first maximum, as early stopping keeps it
+        stop = int(t.epoch.max())
+        unit = next((c for c in UNITS if c in t and t[c].notna().any()), None)
+        rows.append({"run": run, "model": model, "best_epoch": best, "stop_epoch": stop,
+                     "unit": UNITS.get(unit, ""), "units": t[unit].max() if unit else float("nan"),
+                     "cut_while_improving": stop - best < patience[run]})
+    return pd.DataFrame(rows, columns=["run", "model", "best_epoch", "stop_epoch", "unit", "units", "cut_while_improving"])
+
+
+def _spread(values: pd.Series) -> str:
+    return f"{values.median():g} ({values.min():g}-{values.max():g})"
+
+
+def budget_markdown(models: pd.DataFrame, patience: dict[str, int], max_epochs: dict[str, int]) -> str:
+    """Per run: budget, best and stop epoch, outer-loop units per model (median, min-max), models cut."""
+    out = ["| run | patience / max epochs | best epoch | stop epoch | sub-problems or projections per model "
+           "| models cut while improving |", "|---|---|---|---|---|---|"]
+    for run, t in models.groupby("run", sort=False):
+        units = f"{_spread(t.units)} {t.unit.iloc[0]}" if t.unit.iloc[0] else "-"
+        cut = int(t.cut_while_improving.sum())
+        out.append(f"| {run} | {patience[run]} / {max_epochs[run]} | {_spread(t.best_epoch)} | {_spread(t.stop_epoch)} "
+                   f"| {units} | {f'**{cut} of {len(t)}**' if cut else f'0 of {len(t)}'} |")
+    return "\n".join(out) + "\n"
+
+
+def _replayed_best(t: pd.DataFrame, patience: int, min_delta: float) -> float:
+    """The validation MAP@R early stopping with `patience` would have kept on this logged curve (a CCP run
+    stops only where a sub-problem ends, a PROFS run only in an epoch where its projection count grows)."""
+    values = t.val_map_at_r.to_numpy()
+    unit = next((c for c in UNITS if c in t and t[c].notna().any()), None)
+    marks = t[unit].to_numpy() if unit else None
+    best, stale = values[0], 0
+    for e in range(1, len(values)):
+        if values[e] > best + min_delta:
+            best, stale = values[e], 0
+        else:
+            stale += 1
+        at_boundary = (marks is None or e == len(values) - 1 or
+                       (marks[e + 1] > marks[e] if unit == "subproblem" else marks[e] > marks[e - 1]))
+        if stale >= patience and at_boundary:
+            break
+    return best
+
+
+def replay_shorter_patience(logs: pd.DataFrame, patience: dict[str, int], min_delta: float,
+                            shorter=(5, 10, 15)) -> pd.DataFrame:
+    """For each shorter patience P (below a run's own): the models that would have kept an earlier epoch, and
+    the mean and largest loss of validation MAP@R (points) against what the run's own patience kept."""
+    rows = []
+    for p in shorter:
+        lost = []
+        for (run, _), t in logs.groupby(["run", "model"], sort=False):
+            if p < patience[run]:
+                kept = _replayed_best(t, patience[run], min_delta)
+                lost.append(100 * (kept - _replayed_best(t, p, min_delta)))
+        if lost:
+            s = pd.Series(lost)
+            rows.append({"patience": p, "models": len(s), "models_stopping_earlier": int((s > 0).sum()),
+                         "mean_val_map_at_r_lost": s.mean(), "max_val_map_at_r_lost": s.max()})
+    return pd.DataFrame(rows)
+
+
+def replay_markdown(table: pd.DataFrame, decimals: int) -> str:
+    if table.empty:
+        return "No shorter patience to replay.\n"
+    out = ["| patience | models | would keep an earlier epoch | validation MAP@R lost: mean | max |", "|---|---|---|---|---|"]
+    for _, r in table.iterrows():
+        out.append(f"| {int(r.patience)} | {int(r.models)} | {int(r.models_stopping_earlier)} "
+                   f"| {r.mean_val_map_at_r_lost:.{decimals}f} "
+                   f"| {r.max_val_map_at_r_lost:.{decimals}f} |")
+    return "\n".join(out) + "\n"
