@@ -3,6 +3,7 @@ saves and evaluates it (pipeline/jobs.py hands it to worker processes)."""
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -96,10 +97,24 @@ def train_fold(params: Params, method: str, fold: int, manifest: Manifest, featu
     return RunResult(model, result, objective.diagnostics, test_embeddings, data.test_labels, manifest.is_query(rows[2]))
 
 
+@functools.lru_cache(maxsize=1)
+def _load_features(path: str, mtime_ns: int, size: int) -> FeatureCache:
+    """The feature cache, read once per worker process for the jobs it runs (keyed by the file's stat)."""
+    return FeatureCache.load(path)
+
+
+def load_features(folder: str) -> FeatureCache:
+    path = Path(folder) / "features.npz"
+    if not path.is_file():
+        return FeatureCache.load(path)  # its one-line error
+    stat = path.stat()
+    return _load_features(str(path), stat.st_mtime_ns, stat.st_size)
+
+
 def train_and_save(job: FoldJob) -> FoldOutcome:
     """Run one FoldJob: train, save its files, evaluate on the test classes if asked."""
     params = job.params
-    features = FeatureCache.load(f"{job.features}/features.npz") if params.train.mode == "frozen" else None
+    features = load_features(job.features) if params.train.mode == "frozen" else None
     result = train_fold(params, job.method, job.fold, read_manifest(job.data), features,
                         choose_device(params.train.device), job.seed)
     if job.out is not None:

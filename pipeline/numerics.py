@@ -6,6 +6,20 @@ project's machines (AMD EPYC, AVX2): MKL's branch (``MKL_CBWR``) and torch's ker
 (``ATEN_CPU_CAPABILITY``) each change a trained network, OpenBLAS's core type changes scipy's
 eigendecomposition (LANML), and numpy's SIMD dispatch changes float32 ``log`` / ``tanh``.
 
+One choice no setting reaches: torch computes float32 / float64 square roots (Adam's denominator,
+``torch.cdist`` inside the Euclidean losses, ``Tensor.sqrt``) with MKL's vector math (``vmsSqrt``,
+``vmdSqrt``), whose kernel refines an ``RSQRTPS`` estimate even under ``MKL_CBWR=COMPATIBLE``; that
+instruction's low bits are left to the chip maker, so Intel, AMD and emulated CPUs round some square
+roots 1 ulp apart, and a trained network drifts apart from the first Adam step (found on an Intel
+AVX-512 machine against numbers made on an AMD EPYC; traced to ``RSQRTPS`` with gdb and confirmed under
+qemu's emulated CPUs). `pin` therefore interposes four IEEE square roots (SQRTSS / SQRTSD: correctly
+rounded, the same bits everywhere) for those MKL entry points: a tiny C library compiled on first use
+with the machine's C compiler into ``DML_SHIM_DIR`` (default ``~/.cache/dml-repro``) and loaded with
+``RTLD_GLOBAL`` before torch, so torch's calls bind to it. Without a C compiler pinning warns and goes
+on without it (the reports record which square root was in force). MKL's float ``acos``, ``asin``,
+``atan``, ``log10`` and double ``acos``, ``asin``, ``atan``, ``tan`` were also seen to differ between
+CPUs; none of the default runs uses them (the angular losses' ``atan`` would).
+
 `pin` fixes every one of those choices to code that every x86-64-v2 CPU runs (numpy 2.4's own floor),
 and the thread counts to a number that does not depend on the machine. It must run before numpy,
 torch or faiss load: ``pipeline/__init__.py`` calls it, so every stage (``stages/__init__.py``
@@ -23,9 +37,15 @@ The GPU's own kernels are not affected (and are not bit-identical across GPU mod
 
 from __future__ import annotations
 
+import ctypes
+import hashlib
 import os
+import platform
+import shutil
+import subprocess
 import sys
 import warnings
+from pathlib import Path
 
 NATIVE_SWITCH = "DML_NATIVE_NUMERICS"
 THREADS_VARIABLE = "DML_THREADS"
@@ -41,6 +61,18 @@ PINNED = {
     "ONEDNN_MAX_CPU_ISA": "SSE41",  # oneDNN (torch's CPU convolutions)
 }
 _NUMERIC_MODULES = ("numpy", "torch", "scipy", "faiss")
+
+# MKL VML's square roots, as torch calls them (LP64: MKL_INT is int; the mode argument is ignored)
+SQRT_SHIM = r"""
+#include <math.h>
+#include <stdint.h>
+void vmsSqrt(const int n, const float *a, float *r, int64_t mode) { (void)mode; for (int i = 0; i < n; i++) r[i] = sqrtf(a[i]); }
+void vmdSqrt(const int n, const double *a, double *r, int64_t mode) { (void)mode; for (int i = 0; i < n; i++) r[i] = sqrt(a[i]); }
+void vsSqrt(const int n, const float *a, float *r) { for (int i = 0; i < n; i++) r[i] = sqrtf(a[i]); }
+void vdSqrt(const int n, const double *a, double *r) { for (int i = 0; i < n; i++) r[i] = sqrt(a[i]); }
+"""
+SHIM_FLAGS = ["-O2", "-fno-math-errno", "-msse2", "-mno-avx", "-shared", "-fPIC"]
+_sqrt_status = "MKL VML (not pinned)"
 
 
 def native() -> bool:
@@ -65,6 +97,47 @@ def pin() -> None:
     os.environ.update({k: n for k in THREAD_VARIABLES})
     if not native():
         os.environ.update(PINNED)
+        _interpose_sqrt()
+
+
+def _interpose_sqrt() -> None:
+    """Load the IEEE square roots for MKL VML's (module docstring), compiling them on first use."""
+    global _sqrt_status
+    if not (sys.platform.startswith("linux") and platform.machine() == "x86_64"):
+        return
+    digest = hashlib.sha256((SQRT_SHIM + " ".join(SHIM_FLAGS)).encode()).hexdigest()[:12]
+    folder = Path(os.environ.get("DML_SHIM_DIR") or Path.home() / ".cache" / "dml-repro")
+    library = folder / f"ieee_sqrt_{digest}.so"
+    if not library.is_file():
+        problem = _compile_shim(library)
+        if problem:
+            _sqrt_status = f"MKL VML ({problem}: square roots may differ between CPUs)"
+            warnings.warn(f"pipeline.numerics: {problem}, so torch's square roots depend on the CPU "
+                          "(install gcc to pin them)", RuntimeWarning, stacklevel=3)
+            return
+    ctypes.CDLL(str(library), mode=os.RTLD_GLOBAL)
+    _sqrt_status = "IEEE (interposed for MKL VML)"
+
+
+def _compile_shim(library: Path) -> str:
+    """Compile SQRT_SHIM into `library` (atomically: a parallel worker sees the whole file or none);
+    return what went wrong, or "" when it was built."""
+    compiler = os.environ.get("CC") or shutil.which("cc") or shutil.which("gcc")
+    if compiler is None:
+        return "no C compiler (cc) to build the IEEE square root"
+    library.parent.mkdir(parents=True, exist_ok=True)
+    stem = library.parent / f"{library.stem}.{os.getpid()}"
+    source, partial = stem.with_suffix(".c"), stem.with_suffix(".so")
+    source.write_text(SQRT_SHIM)
+    try:
+        subprocess.run([compiler, *SHIM_FLAGS, str(source), "-o", str(partial)], check=True, capture_output=True)
+        os.replace(partial, library)
+        return ""
+    except (OSError, subprocess.CalledProcessError) as err:
+        return f"the C compiler {compiler!r} failed ({type(err).__name__})"
+    finally:
+        source.unlink(missing_ok=True)
+        partial.unlink(missing_ok=True)
 
 
 def settings() -> dict[str, str]:
@@ -72,6 +145,7 @@ def settings() -> dict[str, str]:
     keys = (*THREAD_VARIABLES, *(() if native() else PINNED))
     out = {k: os.environ.get(k, "") for k in keys}
     out["faiss SIMD level"] = "native" if native() else "NONE (faiss.SIMDConfig)"
+    out["torch sqrt"] = _sqrt_status
     out[NATIVE_SWITCH] = "1" if native() else "0"
     return out
 

@@ -82,9 +82,9 @@ def run_poc(params: Params, variant: str, data: FoldData, device: torch.device, 
         proxies = objective.references(model).cpu()
     proxy_labels = objective.anchor_labels.cpu()
     _, next_proxies = k_center_per_class(rows_per_class(data.train_labels), lambda rows: emb[torch.as_tensor(rows)], proxies,
-                                         proxy_labels, poc.proxies_per_class, poc.pool_size)
-    radius = covering_radius(emb, labels, proxies, proxy_labels)
-    next_radius = covering_radius(emb, labels, next_proxies, proxy_labels)
+                                         poc.proxies_per_class, poc.pool_size)
+    radius = covering_radius(emb, labels, proxies, poc.proxies_per_class)
+    next_radius = covering_radius(emb, labels, next_proxies, poc.proxies_per_class)
     return {
         "embeddings": emb.numpy(), "labels": data.train_labels, "proxies": proxies.numpy(),
         "next_proxies": next_proxies.numpy(), "proxy_labels": proxy_labels.numpy(),

@@ -312,7 +312,10 @@ def write_index(params, inputs, out: Path, context: str, tables: list[str], clai
     pinned = ", ".join(f"`{k}={v}`" for k, v in numerics.settings().items())
     text = (f"# Reports index\n\n## Claims: [claims.md](claims.md) (and claims.csv)\n\n"
             "Each claim of the papers that this default can test, with the paired difference over the "
-            f"fold x seed models, its 95% interval and a verdict:\n\n{verdicts}\n\n## What was run\n\n{context}"
+            f"fold x seed models, its 95% intervals and a verdict:\n\n{verdicts}\n\n"
+            "Every run had the same budget rule, and [budgets.md](budgets.md) shows whether its curves had "
+            "flattened. Which verdicts changed when the methods were made to run as their authors ran them, and "
+            f"why: the project README, section \"Fair comparisons\".\n\n## What was run\n\n{context}"
             f"- params hash: `{index.params_hash(params)}` (SHA-256 of the validated params.yaml; equal hashes, "
             "equal settings)\n"
             f"- runs: {len(inputs['metrics'])} ({', '.join(inputs['metrics'])}); ablations on fold {a.fold}; LANML on "

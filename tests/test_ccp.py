@@ -42,36 +42,49 @@ def brute_force_k_center(pool, centres, k):
 
 
 @settings(max_examples=40, deadline=None)
-@given(st.integers(0, 10_000), st.integers(1, 12), st.integers(0, 4))
-def test_k_center_matches_brute_force(seed, pool_size, num_centres):
+@given(st.integers(0, 10_000), st.integers(1, 12), st.integers(0, 4), st.integers(1, 3))
+def test_k_center_matches_brute_force(seed, pool_size, num_centres, classes):
+    """Batched over classes, each class's picks are the one-class brute force's."""
     rng = np.random.default_rng(seed)
-    pool = rng.normal(size=(pool_size, 3))
-    centres = rng.normal(size=(num_centres, 3))
+    pools = rng.normal(size=(classes, pool_size, 3))
+    centres = rng.normal(size=(classes, num_centres, 3))
     k = int(rng.integers(1, pool_size + 1))
-    got = greedy_k_center(torch.tensor(pool), torch.tensor(centres), k)
-    assert got == brute_force_k_center(pool.tolist(), centres.tolist(), k)
+    got = greedy_k_center(torch.tensor(pools), torch.tensor(centres), k)
+    for c in range(classes):
+        assert got[c].tolist() == brute_force_k_center(pools[c].tolist(), centres[c].tolist(), k)
 
 
 def test_k_center_hand_built():
-    pool = torch.tensor([[0.0, 0.0], [1.0, 0.0], [5.0, 0.0], [2.0, 0.0]])
-    old = torch.tensor([[0.1, 0.0]])
+    pool = torch.tensor([[[0.0, 0.0], [1.0, 0.0], [5.0, 0.0], [2.0, 0.0]]])
+    old = torch.tensor([[[0.1, 0.0]]])
     # farthest from the old proxy: 5; then farthest from {0.1, 5}: 2 (distance 1.9 vs 0.9 for 1)
-    assert greedy_k_center(pool, old, 2) == [2, 3]
+    assert greedy_k_center(pool, old, 2).tolist() == [[2, 3]]
 
 
 def test_pool_of_proxy_size_is_random_selection():
     """b = #proxy: every pool row is taken, whatever the geometry: the pool's random draw decides."""
-    pool = torch.randn(5, 4)
-    assert sorted(greedy_k_center(pool, torch.randn(3, 4), 5)) == [0, 1, 2, 3, 4]
+    pool = torch.randn(2, 5, 4)
+    assert greedy_k_center(pool, torch.randn(2, 3, 4), 5).sort(dim=1).values.tolist() == [[0, 1, 2, 3, 4]] * 2
 
 
 def test_covering_radius_hand_computed():
     emb = torch.tensor([[0.0, 0.0], [3.0, 0.0], [0.0, 10.0], [0.0, 11.0]])
     labels = torch.tensor([0, 0, 1, 1])
-    centres = torch.tensor([[1.0, 0.0], [0.0, 10.0], [0.0, 0.0]])
-    centre_labels = torch.tensor([0, 1, 1])
-    # class 0: distances to (1,0): 1, 2 -> 2; class 1: nearest of (0,10),(0,0): 0, 1 -> 1
-    assert covering_radius(emb, labels, centres, centre_labels).tolist() == [2.0, 1.0]
+    centres = torch.tensor([[1.0, 0.0], [5.0, 5.0], [0.0, 10.0], [0.0, 0.0]])  # class-major, two per class
+    # class 0: nearest centre distances 1 and 2 -> 2; class 1: nearest of (0,10),(0,0): 0, 1 -> 1
+    assert covering_radius(emb, labels, centres, per_class=2).tolist() == [2.0, 1.0]
+    assert covering_radius(emb, labels, centres, per_class=2, chunk=1).tolist() == [2.0, 1.0]
+
+
+def test_k_center_per_class_picks_rows_of_each_class():
+    from pipeline.methods.kcenter import k_center_per_class
+
+    np.random.seed(0)
+    rows = [np.array([0, 1, 2, 3]), np.array([4, 5, 6])]
+    points = torch.tensor([[0.0], [1.0], [2.0], [9.0], [20.0], [21.0], [30.0]])
+    picked, emb = k_center_per_class(rows, lambda r: points[torch.as_tensor(r)], torch.tensor([[0.0], [20.0]]), 2, 3)
+    assert set(picked[:2]) <= {0, 1, 2, 3} and set(picked[2:]) <= {4, 5, 6}
+    assert torch.equal(emb, points[torch.as_tensor(picked)])
 
 
 # ------------------------------------------------------------------ normalisation

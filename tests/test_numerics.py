@@ -68,6 +68,36 @@ def test_faiss_runs_at_the_generic_simd_level(monkeypatch):
     assert faiss.SIMDConfig.get_level_name() == "NONE"
 
 
+def test_torch_square_roots_are_correctly_rounded():
+    """MKL's vector square root refines an RSQRTPS estimate whose bits differ between CPU makers (1 ulp off
+    on about 1 in 6 float32 inputs on an Intel AVX-512 machine); pinned, torch's square roots are IEEE's
+    (float32: the float64 root rounded once, which is the correctly rounded float32 root)."""
+    import numpy as np
+    import torch
+
+    x = np.random.default_rng(0).random(100_000).astype(np.float32) * 1e3
+    assert numerics.settings()["torch sqrt"] == "IEEE (interposed for MKL VML)"
+    assert np.array_equal(torch.from_numpy(x).sqrt().numpy(), np.sqrt(x.astype(np.float64)).astype(np.float32))
+    x64 = x.astype(np.float64) * np.pi
+    assert np.array_equal(torch.from_numpy(x64).sqrt().numpy(), np.sqrt(x64))
+    # torch.cdist (the Euclidean losses) on more than 25 rows: one matrix product of padded rows (aten's
+    # _euclidean_dist), then the square root, which is IEEE's
+    a, b = torch.from_numpy(x[:600].reshape(200, 3)), torch.from_numpy(x[600:1200].reshape(200, 3))
+    an, bn = a.pow(2).sum(-1, keepdim=True), b.pow(2).sum(-1, keepdim=True)
+    squared = torch.cat([a.mul(-2), an, torch.ones_like(an)], -1) @ torch.cat([b, torch.ones_like(bn), bn], -1).T
+    ieee = np.sqrt(squared.clamp_min(0).numpy().astype(np.float64)).astype(np.float32)
+    assert np.array_equal(torch.cdist(a, b).numpy(), ieee)
+
+
+def test_without_a_c_compiler_pinning_says_the_square_root_is_not_pinned(tmp_path):
+    code = ("import warnings, pipeline.numerics as n; print(n.settings()['torch sqrt'])")
+    env = {**os.environ, "CC": "/bin/false", "DML_SHIM_DIR": str(tmp_path), "PYTHONPATH": str(ROOT)}
+    env.pop(numerics.NATIVE_SWITCH, None)
+    done = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True)
+    assert done.returncode == 0 and done.stdout.startswith("MKL VML (the C compiler '/bin/false' failed")
+    assert "install gcc to pin them" in done.stderr and not list(tmp_path.iterdir())  # nothing half-built left
+
+
 def _run(cmd, cwd, env):
     done = subprocess.run([sys.executable, "-m", *cmd], cwd=cwd, env=env, capture_output=True, text=True)
     assert done.returncode == 0, f"{cmd}:\n{done.stderr[-3000:]}"

@@ -163,12 +163,13 @@ class CCPObjective(Objective):
             self._record(ctx, self._train_embeddings(ctx))
 
     # ----------------------------------------------------------------- helpers
-    def _embed_rows(self, ctx, rows: np.ndarray) -> torch.Tensor:
-        """Embeddings of training rows (eval mode) in K-center's space: raw head outputs or normalised."""
+    def _embed_rows(self, ctx, rows: np.ndarray, chunk: int = 512) -> torch.Tensor:
+        """Embeddings of training rows (eval mode, `chunk` rows per forward pass) in K-center's space: raw head
+        outputs or normalised."""
+        forward = ctx.model.head_output if self.cfg.kcenter_space == "raw" else ctx.model
         ctx.model.eval()
         with torch.no_grad():
-            inputs = ctx.inputs(rows)
-            out = ctx.model.head_output(inputs) if self.cfg.kcenter_space == "raw" else ctx.model(inputs)
+            out = torch.cat([forward(ctx.inputs(rows[s:s + chunk])) for s in range(0, len(rows), chunk)])
         ctx.model.train()
         return out
 
@@ -179,8 +180,7 @@ class CCPObjective(Objective):
     def _select_anchors(self, ctx, train_emb: torch.Tensor) -> None:
         """Greedy K-center per class over a pool of b random samples (CCP Alg. 2)."""
         anchor_rows, new = k_center_per_class(ctx.rows_per_class, lambda rows: self._embed_rows(ctx, rows),
-                                              self.rho_star, self.anchor_labels, self.cfg.proxies_per_class,
-                                              self.cfg.pool_size)
+                                              self.rho_star, self.cfg.proxies_per_class, self.cfg.pool_size)
         if self.variant == "sample_ccp":
             self.anchor_rows, self.anchor_inputs = anchor_rows, ctx.inputs(anchor_rows)
         else:
@@ -205,7 +205,7 @@ class CCPObjective(Objective):
         """Per-class covering radius of the current anchors over the training set."""
         with torch.no_grad():
             refs = self.references(ctx.model).cpu()
-        return covering_radius(train_emb, torch.as_tensor(ctx.data.train_labels), refs, self.anchor_labels.cpu())
+        return covering_radius(train_emb, torch.as_tensor(ctx.data.train_labels), refs, self.cfg.proxies_per_class)
 
     def _record(self, ctx, train_emb: torch.Tensor) -> None:
         """One diagnostics row for the sub-problem that just ended (Fig. 4b, Prop. 4.2)."""
