@@ -1,6 +1,6 @@
 """Benchmark: finetune-mode training throughput (images/s) of BN-Inception, ResNet50 and EfficientNet-Lite0
 under the MLRC preset (224 px crops for EfficientNet-Lite0, its native size), with and without mixed precision,
-on a synthetic CUB-sized image set.
+on a synthetic CUB-sized image set, and the peak GPU memory of each (torch.cuda.max_memory_allocated).
 
 Writes `--classes` x `--per-class` random JPEGs (CUB: 100 training classes, ~60 images each, ~500 x 375
 pixels) into a temporary folder, then trains with the pipeline's own pieces (the preset's transforms,
@@ -51,8 +51,12 @@ def synthetic_set(root: Path, classes: int, per_class: int) -> None:
     build_manifest(paths, np.array(labels), 2, np.array(["train"] * len(paths))).to_csv(root / "manifest.csv", index=False)
 
 
-def throughput(params, manifest, device, steps: int, warmup: int) -> float:
+def throughput(params, manifest, device, steps: int, warmup: int) -> tuple[float, float]:
+    """Training images/s over the timed steps and peak GPU memory in GiB (NaN on the CPU)."""
     torch.manual_seed(0)
+    if device.type == "cuda":
+        torch.cuda.empty_cache()
+        torch.cuda.reset_peak_memory_stats(device)
     t = params.train
     backbone = build_backbone(params.backbone)
     width = backbone.eval()(torch.zeros(1, 3, params.backbone.input_size, params.backbone.input_size)).shape[1]
@@ -77,7 +81,9 @@ def throughput(params, manifest, device, steps: int, warmup: int) -> float:
         seen += len(x)
     if device.type == "cuda":
         torch.cuda.synchronize()
-    return seen / (time.perf_counter() - start)
+    rate = seen / (time.perf_counter() - start)
+    peak = torch.cuda.max_memory_allocated(device) / 2**30 if device.type == "cuda" else float("nan")
+    return rate, peak
 
 
 def main():
@@ -112,8 +118,8 @@ def main():
                     preset["backbone"].update(input_size=224)
                 raw["presets"]["mlrc"] = preset
                 params = params_from_dict(raw)
-                rate = throughput(params, manifest, device, args.steps, args.warmup)
-                print(f"{name:14s} amp {amp:5s} {rate:10.1f} images/s")
+                rate, peak = throughput(params, manifest, device, args.steps, args.warmup)
+                print(f"{name:14s} amp {amp:5s} {rate:10.1f} images/s  peak GPU memory {peak:6.2f} GiB", flush=True)
 
 
 if __name__ == "__main__":

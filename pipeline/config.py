@@ -828,7 +828,9 @@ def _apply_presets(data: dict, source: str) -> tuple[dict, str]:
     """The effective params: for a real data set, ``presets.<data.setting>`` and then ``presets.<data.name>``
     merged over the sections (they win over the sections' values, which are the embedded default's; tune a
     preset's value under presets.<name>); for the emoji default, ``presets.emoji`` alone (its frozen-feature
-    settings are not the papers' finetune settings that presets.<setting> holds). Every preset is checked against the schema, selected or not.
+    settings are not the papers' finetune settings that presets.<setting> holds), then, when ``train.mode`` is
+    finetune, ``presets.emoji_finetune`` (the GPU variant: the backbone trains too). Every preset is checked
+    against the schema, selected or not.
     Returns the params and a note naming the applied presets (for error messages)."""
     presets = data.get("presets") or {}
     if not isinstance(presets, dict):
@@ -841,7 +843,7 @@ def _apply_presets(data: dict, source: str) -> tuple[dict, str]:
                 raise ParamsError(f"{source}: {key}: must be empty ({{}}): the embedded default's values are the "
                                   "sections themselves")
             continue
-        valid = SETTINGS + EMBEDDED_NAMES[1:] + BENCHMARK_NAMES
+        valid = SETTINGS + EMBEDDED_NAMES[1:] + ["emoji_finetune"] + BENCHMARK_NAMES
         if name not in valid:
             raise ParamsError(f"{source}: {key}: unknown preset (valid: {', '.join(valid)})")
         if not isinstance(preset, dict) or "presets" in preset or "name" in (preset.get("data") or {}):
@@ -860,8 +862,9 @@ def _apply_presets(data: dict, source: str) -> tuple[dict, str]:
                 raise ParamsError(_format_omegaconf_error(err, source, prefix=f"{key}.{section}.")) from err
     section = data.get("data") or {}
     name, setting = section.get("name", "digit_pairs"), section.get("setting", "mlrc")
-    if name in EMBEDDED_NAMES[1:]:
-        chosen = (name,)
+    if name == "emoji":
+        finetune = (data.get("train") or {}).get("mode") == "finetune"
+        chosen = ("emoji", "emoji_finetune") if finetune else ("emoji",)
     elif name in BENCHMARK_NAMES and setting in SETTINGS:
         chosen = (setting, name)
     else:

@@ -100,6 +100,20 @@ def test_a_real_data_set_applies_its_setting_and_data_set_presets(tiny_dict):
     assert params_from_dict(tiny_dict).backbone.name == "pixels"
 
 
+def test_the_emoji_default_finetunes_only_when_train_mode_says_so(tiny_dict):
+    """data.name=emoji applies presets.emoji (frozen features); adding train.mode=finetune applies
+    presets.emoji_finetune over it (the GPU variant), and params then say what trains (mode finetune)."""
+    frozen = params_from_dict(merge(tiny_dict, {"data": {"name": "emoji"}}))
+    assert (frozen.train.mode, frozen.backbone.name, frozen.backbone.augment) == ("frozen", "efficientnet_lite0", "shift")
+    tuned = params_from_dict(merge(tiny_dict, {"data": {"name": "emoji"}, "train": {"mode": "finetune"}}))
+    assert (tuned.train.mode, tuned.backbone.name, tuned.backbone.weights) == ("finetune", "efficientnet_lite0", "imagenet")
+    assert (tuned.backbone.augment, tuned.backbone.crop_scale, tuned.backbone.flip, tuned.backbone.freeze_bn) == \
+        ("random_resized_crop", [0.5, 1.0], False, True)
+    assert (tuned.train.optimizer, tuned.train.lr, tuned.train.embedding_dim) == ("adam", 1e-5, 128)
+    # the digit default's frozen head is untouched by it
+    assert params_from_dict(merge(tiny_dict, {"train": {"mode": "finetune"}})).backbone.augment == "shift"
+
+
 @pytest.mark.parametrize("presets,message", [
     ({"mlrc": {"train": {"lrr": 1.0}}}, "presets.mlrc.train.lrr: unknown key"),
     ({"imagenet": {}}, "presets.imagenet: unknown preset"),
