@@ -56,7 +56,7 @@ def load(params, args) -> dict:
         "logs": logs,
         "patience": patience,
         "max_epochs": {r: run_train_config(params, r).max_epochs for r in runs},
-        "budgets": budgets.per_model(logs, patience),
+        "budgets": budgets.per_model(logs, patience, params.train.min_delta),
         "map_at_r": comparison.measured(metrics, [("separated:map_at_r", "MAP@R")]).set_index("run"),
         "spectral_decay": {r: metrics[r]["separated"]["mean"]["spectral_decay"] for r in params.report.spectrum_runs},
         "spectra": {r: pd.read_csv(_need(Path(args.spectra) / f"{r}.csv", "spectrum", "run the evaluate stage"))

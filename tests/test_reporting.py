@@ -136,16 +136,19 @@ def test_budget_table_and_patience_replay_by_hand():
 
     curve = [0.1, 0.5, 0.4, 0.4, 0.6, 0.6, 0.6, 0.6]  # best at epoch 4, then 3 stale epochs: stopped by patience 3
     rising = [0.1, 0.2, 0.3, 0.4]  # still improving at the cap
+    tie = [0.1, 0.5, 0.4, 0.500001, 0.4, 0.4]  # epoch 3 beats epoch 1 by less than min_delta: epoch 1 is kept
     ccp = [0.1, 0.5, 0.4, 0.3, 0.7, 0.6, 0.6, 0.6]  # sub-problems 1 (epochs 1-3) and 2 (epochs 4-7)
     logs = pd.concat([
         pd.DataFrame({"epoch": range(8), "val_map_at_r": curve, "run": "a", "model": "m0"}),
         pd.DataFrame({"epoch": range(4), "val_map_at_r": rising, "run": "a", "model": "m1"}),
         pd.DataFrame({"epoch": range(8), "val_map_at_r": ccp, "subproblem": [1, 1, 1, 1, 2, 2, 2, 2], "run": "b",
                       "model": "m0"}),
+        pd.DataFrame({"epoch": range(6), "val_map_at_r": tie, "run": "c", "model": "m0"}),
     ], ignore_index=True)
-    models = budgets.per_model(logs, {"a": 3, "b": 3})
-    assert models[["best_epoch", "stop_epoch"]].values.tolist() == [[4, 7], [3, 3], [4, 7]]
-    assert models.cut_while_improving.tolist() == [False, True, False]
+    models = budgets.per_model(logs, {"a": 3, "b": 3, "c": 4}, 1e-5)
+    assert models[["best_epoch", "stop_epoch"]].values.tolist() == [[4, 7], [3, 3], [4, 7], [1, 5]]
+    assert models.cut_while_improving.tolist() == [False, True, False, False]
+    models, logs = models[models.run != "c"], logs[logs.run != "c"]
     assert models.units.iloc[2] == 2 and models.unit.iloc[2] == "sub-problems" and pd.isna(models.units.iloc[0])
     # patience 1: model a/m0 stops after epoch 2 keeping 0.5 (0.1 lost); a/m1 keeps rising (nothing lost); CCP b/m0
     # is stale after epoch 2 but may stop only where sub-problem 1 ends (epoch 3): keeps 0.5, loses 0.2

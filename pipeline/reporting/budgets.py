@@ -35,11 +35,21 @@ def read_logs(folder: Path, runs: list[str], models: list[tuple[int, int]]) -> p
     return pd.concat(frames, ignore_index=True) if frames else pd.DataFrame(columns=["epoch", "val_map_at_r", "run", "model"])
 
 
-def per_model(logs: pd.DataFrame, patience: dict[str, int]) -> pd.DataFrame:
-    """One row per (run, model): best epoch, stop epoch, outer-loop units (NaN for none), cut while improving."""
+def kept_epoch(values, min_delta: float) -> int:
+    """The epoch early stopping keeps and counts its patience from: the last one that beat the best so far
+    by more than `min_delta` (pipeline/training.py); a later maximum within min_delta of it is not kept."""
+    best, kept = values[0], 0
+    for e in range(1, len(values)):
+        if values[e] > best + min_delta:
+            best, kept = values[e], e
+    return kept
+
+
+def per_model(logs: pd.DataFrame, patience: dict[str, int], min_delta: float) -> pd.DataFrame:
+    """One row per (run, model): best (kept) epoch, stop epoch, outer-loop units (NaN for none), cut while improving."""
     rows = []
     for (run, model), t in logs.groupby(["run", "model"], sort=False):
-        best = int(t.epoch[t.val_map_at_r.idxmax()])  # the first maximum, as early stopping keeps it
+        best = int(t.epoch.iloc[kept_epoch(t.val_map_at_r.to_numpy(), min_delta)])
         stop = int(t.epoch.max())
         unit = next((c for c in UNITS if c in t and t[c].notna().any()), None)
         rows.append({"run": run, "model": model, "best_epoch": best, "stop_epoch": stop,
