@@ -588,6 +588,27 @@ class AblationConfig:
 
 
 @dataclass
+class SearchDim:
+    """One tuned hyperparameter's range (Optuna suggest_float / suggest_int)."""
+
+    low: float = 0.0
+    high: float = 1.0
+    log: bool = False  # sample uniformly in log space (low > 0)
+    integer: bool = False
+
+
+@dataclass
+class TuneConfig:
+    """MLRC's tuning step on the validation folds (pipeline/tuning.py)."""
+
+    trials: int = param(0, ge=0)  # per tuned run; 0 = train at the values written in params.yaml
+    sampler: str = param("tpe", choices=["tpe", "gp"])  # Optuna's TPESampler or GPSampler, seeded per trial
+    startup_trials: int = param(10, ge=1)  # random trials before the model-based proposals start
+    # run -> {params key (dotted, e.g. baselines.ms.loss.alpha): range}; runs without a space are not tuned
+    spaces: dict[str, Any] = field(default_factory=dict)  # checked into SearchDim by _validated
+
+
+@dataclass
 class ReportConfig:
     decimals: int = param(2, ge=0, le=6)
     # rows in run order ("none": baselines, then per CCP loss its batch / Loss-Proxy / CCP rows) or by a metric
@@ -614,6 +635,7 @@ class Params:
     lanml: LanmlConfig = field(default_factory=LanmlConfig)
     ablation: AblationConfig = field(default_factory=AblationConfig)
     report: ReportConfig = field(default_factory=ReportConfig)
+    tune: TuneConfig = field(default_factory=TuneConfig)
     # settings of the papers (mlrc, conventional) and per data set; applied by data.name / data.setting
     presets: dict[str, Any] = field(default_factory=dict)
 
@@ -734,6 +756,27 @@ def _check_consistency(p: Params, source: str) -> None:
                           f"got {p.backbone.crop_scale}")
     if len(p.backbone.mean) != p.backbone.channels or len(p.backbone.std) != p.backbone.channels:
         raise ParamsError(f"{source}: backbone.mean/std: need one value per channel ({p.backbone.channels})")
+    _check_tune_spaces(p, source)
+
+
+def _check_tune_spaces(p: Params, source: str) -> None:
+    """Every tuned key names a numeric params value, and every range is a range."""
+    if p.tune.trials:  # pipeline/tuning.py is ready; the tune stage that runs it and feeds training is not
+        raise ParamsError(f"{source}: tune.trials: the tune stage is not in dvc.yaml yet (issue 23), so tuned values "
+                          "would not reach training; keep 0")
+    values = to_dict(p)
+    for run, space in p.tune.spaces.items():
+        for key, dim in space.items():
+            where = f"{source}: tune.spaces.{run}.{key}"
+            node = values
+            for part in key.split("."):
+                node = node.get(part) if isinstance(node, dict) else None
+            if isinstance(node, bool) or not isinstance(node, (int, float)):
+                raise ParamsError(f"{where}: not a numeric params key")
+            if not dim.low < dim.high:
+                raise ParamsError(f"{where}: need low < high, got [{dim.low}, {dim.high}]")
+            if dim.log and dim.low <= 0:
+                raise ParamsError(f"{where}: a log range needs low > 0, got {dim.low}")
 
 
 # sign rules of eq. 19: LANML- (convex, Lemma 3) gamma1 < 0 < gamma2; LANML+ gamma1 > 0, gamma2 > 0
@@ -770,6 +813,12 @@ def _format_omegaconf_error(err: OmegaConfBaseException, source: str, prefix: st
     if isinstance(err, ConfigKeyError):
         return f"{source}: {key}: unknown key"
     return f"{source}: {key}: {str(err).splitlines()[0]}"
+
+
+def _typed_mapping(data: Any, key: str, source: str) -> dict:
+    if not isinstance(data, dict):
+        raise ParamsError(f"{source}: {key}: must be a mapping, got {data!r}")
+    return data
 
 
 def _typed(schema: type, data: Any, key: str, source: str) -> Any:
@@ -892,6 +941,9 @@ def _validated(data: dict, source: str) -> Params:
     except OmegaConfBaseException as err:
         raise ParamsError(_format_omegaconf_error(err, source)) from err
     params.baselines = {name: _baseline(name, spec, source) for name, spec in params.baselines.items()}
+    params.tune.spaces = {run: {key: _typed(SearchDim, dim, f"tune.spaces.{run}.{key}", source)
+                                for key, dim in _typed_mapping(space, f"tune.spaces.{run}", source).items()}
+                          for run, space in params.tune.spaces.items()}
     _check_bounds(params, "", source)
     _check_consistency(params, source)
     return params

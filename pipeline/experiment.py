@@ -32,7 +32,7 @@ class RunResult:
     model: Embedder
     fit: FitResult
     diagnostics: list[dict]
-    test_embeddings: np.ndarray
+    test_embeddings: np.ndarray | None
     test_labels: np.ndarray
     test_query: np.ndarray  # which test rows are queries (query/gallery data sets; else all False)
 
@@ -69,14 +69,17 @@ def image_data(manifest: Manifest, params: Params, rows) -> FoldData:
 
 
 def train_fold(params: Params, method: str, fold: int, manifest: Manifest, features: FeatureCache | None,
-               device: torch.device, seed: int = 0) -> RunResult:
-    """Build inputs, model and objective, train with early stopping, embed the test set with the best weights.
+               device: torch.device, seed: int = 0, test: bool = True) -> RunResult:
+    """Build inputs, model and objective, train with early stopping, embed the test set with the best weights
+    (with `test` False, as in tuning, no test row is selected or read and test_embeddings is None).
 
     Common random numbers: the initial network and the batches follow (params.seed, fold, replicate seed),
     not the method, so the runs a claim compares start from the same weights and see the same batches until
     their methods make them differ (CCP and Loss-Proxy are one computation up to CCP's first re-initialisation)."""
     seed_everything(derive_seed(params.seed, "init", fold, seed), device)
     rows = fold_rows(manifest, fold)
+    if not test:
+        rows = (rows[0], rows[1], rows[2][:0])
     cfg = run_config(params, method)
     if params.train.mode == "frozen":
         if features is None:
@@ -93,7 +96,7 @@ def train_fold(params: Params, method: str, fold: int, manifest: Manifest, featu
     result = fit(model, objective, data, run_train_config(params, method), device, desc=f"{method}-{fold}",
                  batch_seed=derive_seed(params.seed, "batches", fold, seed))
     model.load_state_dict(result.best_state["model"])
-    test_embeddings = embed(model, data.test, device, params.train.num_workers, params.train.amp)
+    test_embeddings = embed(model, data.test, device, params.train.num_workers, params.train.amp) if test else None
     return RunResult(model, result, objective.diagnostics, test_embeddings, data.test_labels, manifest.is_query(rows[2]))
 
 
@@ -115,8 +118,10 @@ def train_and_save(job: FoldJob) -> FoldOutcome:
     """Run one FoldJob: train, save its files, evaluate on the test classes if asked."""
     params = job.params
     features = load_features(job.features) if params.train.mode == "frozen" else None
+    if not job.test and (job.out is not None or job.evaluate):
+        raise ValueError("a FoldJob without test classes (tuning) can neither save a model nor evaluate it")
     result = train_fold(params, job.method, job.fold, read_manifest(job.data), features,
-                        choose_device(params.train.device), job.seed)
+                        choose_device(params.train.device), job.seed, job.test)
     if job.out is not None:
         out = Path(job.out)
         out.mkdir(parents=True)

@@ -12,7 +12,8 @@ from pipeline.config import Params
 class FoldJob:
     """Train `method` on `fold` with replicate `seed` and `params` (inputs from the prepared data and
     feature cache folders); save the model, test embeddings and a summary into the folder `out` when
-    given; compute every test metric of the model's embeddings when `evaluate` is set."""
+    given; compute every test metric of the model's embeddings when `evaluate` is set. With `test` False
+    (tuning) the test classes are not touched at all: only the best validation MAP@R comes back."""
 
     params: Params
     method: str
@@ -22,6 +23,7 @@ class FoldJob:
     out: str | None = None
     evaluate: bool = False
     seed: int = 0
+    test: bool = True
 
 
 @dataclass

@@ -1,0 +1,136 @@
+"""MLRC's tuning step: each run's hyperparameters searched on the validation folds, never the test classes.
+
+"A Metric Learning Reality Check" tunes every method before comparing (powerful-benchmarker: Bayesian
+optimisation, 50 trials per method and data set, objective = mean validation MAP@R over the 4 class-disjoint
+folds, then the best point retrained and tested). Here one Optuna study per run: a trial sets the run's
+`tune.spaces.<run>` keys (dotted params keys) and trains every MLRC fold with the first replicate seed, with
+`test=False` (pipeline/experiment.py: no test row is selected, read or embedded); its value is the mean over
+the folds of the best validation MAP@R, the number early stopping keeps.
+
+Determinism and resumption. The study lives in an Optuna journal file. Trial n's sampler (TPE or GP) is
+created afresh, seeded from (seed, run, n), and sees the n completed trials before it; so a study that was
+interrupted and resumed proposes exactly what an uninterrupted one would, and the same params give the same
+trials. A trial that was running when its process died is marked failed on resume and redone. The study's
+name carries a fingerprint of every setting that changes what a trial measures, so changed params start a
+new study in the same file instead of mixing trials of two settings; raising `tune.trials` continues one.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+from pathlib import Path
+from typing import Callable
+
+import numpy as np
+
+from pipeline.config import Params, ParamsError, SearchDim, params_from_dict, to_dict
+from pipeline.runtime import derive_seed
+
+log = logging.getLogger(__name__)
+
+# sections that do not change what a trial measures (the test-side settings, other stages, the run list)
+_NOT_MEASURED = ("eval", "report", "lanml", "poc", "ablation", "presets")
+
+
+def apply_values(params: Params, values: dict[str, float], source: str = "tuned values") -> Params:
+    """`params` with each dotted key set to its value, validated again. The presets were applied when
+    `params` was loaded, so they are dropped here: a preset must not overwrite a tuned value."""
+    raw = to_dict(params)
+    raw["presets"] = {}
+    for key, value in values.items():
+        *path, last = key.split(".")
+        node = raw
+        for part in path:
+            node = node.get(part) if isinstance(node, dict) else None
+        if not isinstance(node, dict) or last not in node:
+            raise ParamsError(f"{source}: {key}: not a params key")
+        node[last] = value
+    return params_from_dict(raw, source)
+
+
+def suggest(trial, space: dict[str, SearchDim]) -> dict[str, float]:
+    """One value per key of the space from an Optuna trial (key order fixes the sampler's draws)."""
+    out = {}
+    for key, dim in space.items():
+        if dim.integer:
+            out[key] = trial.suggest_int(key, int(dim.low), int(dim.high), log=dim.log)
+        else:
+            out[key] = trial.suggest_float(key, dim.low, dim.high, log=dim.log)
+    return out
+
+
+def study_name(params: Params, run: str) -> str:
+    """`<run>-<fingerprint>`: the fingerprint hashes every setting that changes a trial's measurement."""
+    settings = {k: v for k, v in to_dict(params).items() if k not in _NOT_MEASURED}
+    settings["experiment"] = {"folds": params.experiment.folds, "seed": params.experiment.seeds[0]}
+    settings["tune"] = {"sampler": params.tune.sampler, "startup_trials": params.tune.startup_trials,
+                        "space": to_dict(params.tune.spaces.get(run, {}))}
+    digest = hashlib.sha256(json.dumps([run, settings], sort_keys=True, default=str).encode()).hexdigest()
+    return f"{run}-{digest[:12]}"
+
+
+def make_sampler(name: str, seed: int, startup_trials: int):
+    import optuna
+
+    if name == "gp":
+        return optuna.samplers.GPSampler(seed=seed, n_startup_trials=startup_trials, deterministic_objective=True)
+    return optuna.samplers.TPESampler(seed=seed, n_startup_trials=startup_trials)
+
+
+def run_study(params: Params, run: str, objective: Callable[[dict[str, float]], float], storage: Path,
+              trials: int, progress: Callable[[int, dict, float], None] | None = None):
+    """Complete `trials` trials of `run`'s study in the journal file `storage`, resuming what it already
+    holds; returns the Optuna study."""
+    import optuna
+    from optuna.storages import JournalStorage
+    from optuna.storages.journal import JournalFileBackend
+    from optuna.trial import TrialState
+
+    optuna.logging.set_verbosity(optuna.logging.WARNING)
+    space = params.tune.spaces.get(run)
+    if not space:
+        raise ParamsError(f"tune.spaces.{run}: no search space for this run")
+    storage.parent.mkdir(parents=True, exist_ok=True)
+    study = optuna.create_study(study_name=study_name(params, run), direction="maximize", load_if_exists=True,
+                                storage=JournalStorage(JournalFileBackend(str(storage))))
+    for stale in study.get_trials(deepcopy=False, states=(TrialState.RUNNING,)):
+        log.info("%s: trial %d was interrupted; marked failed and redone", run, stale.number)
+        study.tell(stale.number, state=TrialState.FAIL)
+    while (done := len(study.get_trials(deepcopy=False, states=(TrialState.COMPLETE,)))) < trials:
+        study.sampler = make_sampler(params.tune.sampler, derive_seed(params.seed, "tune", run, done),
+                                     params.tune.startup_trials)
+        trial = study.ask()
+        values = suggest(trial, space)
+        value = float(objective(values))
+        if not np.isfinite(value):
+            raise RuntimeError(f"{run}: trial {done} gave validation MAP@R {value} at {values}")
+        study.tell(trial, value)
+        if progress is not None:
+            progress(done, values, value)
+    return study
+
+
+def completed_trials(study) -> list[dict]:
+    """The completed trials in the order they ran: number, value and the values tried."""
+    from optuna.trial import TrialState
+
+    return [{"trial": i, "val_map_at_r": t.value, "values": dict(t.params)}
+            for i, t in enumerate(study.get_trials(deepcopy=False, states=(TrialState.COMPLETE,)))]
+
+
+def validation_objective(params: Params, run: str, data: str, features: str) -> Callable[[dict[str, float]], float]:
+    """The trial objective: mean over the MLRC folds of the best validation MAP@R of `run` trained at the
+    trial's values with the first replicate seed, the folds in `train.workers` processes; no test class is used."""
+    from pipeline.jobs import FoldJob, run_fold_job
+    from pipeline.parallel import run_jobs
+
+    def objective(values: dict[str, float]) -> float:
+        tuned = apply_values(params, values)
+        jobs = [FoldJob(tuned, run, fold, data, features, seed=params.experiment.seeds[0], test=False)
+                for fold in params.experiment.folds]
+        outcomes = run_jobs(run_fold_job, jobs, params.train.workers, params.train.threads_per_worker, desc=f"{run} trial")
+        return float(np.mean([o.best_val_map_at_r for o in outcomes]))
+
+    return objective

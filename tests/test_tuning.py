@@ -1,0 +1,101 @@
+"""MLRC's tuning step (pipeline/tuning.py): values applied, seeded and resumable studies, no test class read."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import numpy as np
+import pandas as pd
+import pytest
+import torch
+
+from pipeline.config import ParamsError, params_from_dict
+from pipeline.experiment import train_fold
+from pipeline.features import FeatureCache
+from pipeline.tuning import apply_values, completed_trials, run_study, study_name
+from tests.conftest import merge
+
+SPACE = {"baselines.ms.loss.alpha": {"low": 0.01, "high": 100.0, "log": True},
+         "baselines.ms.loss.base": {"low": 0.0, "high": 1.0},
+         "ccp.pool_size": {"low": 3, "high": 9, "integer": True}}
+
+
+@pytest.fixture
+def tune_params(tiny_dict):
+    return params_from_dict(merge(tiny_dict, {"tune": {"startup_trials": 4, "spaces": {"ms": SPACE}}}))
+
+
+def bowl(values: dict) -> float:
+    """A cheap objective with its maximum inside the space: the sampler must move towards it."""
+    return -(np.log10(values["baselines.ms.loss.alpha"]) - 1) ** 2 - (values["baselines.ms.loss.base"] - 0.3) ** 2 \
+        - 0.01 * (values["ccp.pool_size"] - 5) ** 2
+
+
+def test_apply_values_sets_the_keys_and_keeps_everything_else(tune_params):
+    tuned = apply_values(tune_params, {"baselines.ms.loss.alpha": 7.5, "ccp.pool_size": 6})
+    assert tuned.baselines["ms"].loss.alpha == 7.5 and tuned.ccp.pool_size == 6
+    assert tuned.baselines["ms"].loss.beta == tune_params.baselines["ms"].loss.beta
+    assert tuned.train == tune_params.train and tuned.ccp.c2 == tune_params.ccp.c2
+    with pytest.raises(ParamsError, match=r"tuned values: baselines.ms.loss.alpah: not a params key"):
+        apply_values(tune_params, {"baselines.ms.loss.alpah": 1.0})
+    with pytest.raises(ParamsError, match=r"ccp.pool_size: must be >= ccp.proxies_per_class"):
+        apply_values(tune_params, {"ccp.pool_size": 1})
+
+
+@pytest.mark.parametrize("dim,message", [
+    ({"baselines.ms.loss.alpah": {"low": 0.1, "high": 1.0}}, "tune.spaces.ms.baselines.ms.loss.alpah: not a numeric params key"),
+    ({"baselines.ms.loss.alpha": {"low": 2.0, "high": 1.0}}, r"tune.spaces.ms.baselines.ms.loss.alpha: need low < high"),
+    ({"baselines.ms.loss.base": {"low": 0.0, "high": 1.0, "log": True}}, "a log range needs low > 0"),
+    ({"train.mode": {"low": 0.0, "high": 1.0}}, "tune.spaces.ms.train.mode: not a numeric params key"),
+])
+def test_bad_search_spaces_name_the_key(tiny_dict, dim, message):
+    with pytest.raises(ParamsError, match=message):
+        params_from_dict(merge(tiny_dict, {"tune": {"spaces": {"ms": dim}}}))
+
+
+def test_the_same_params_give_the_same_trials_and_a_resumed_study_the_same_as_an_uninterrupted_one(tune_params, tmp_path):
+    whole = completed_trials(run_study(tune_params, "ms", bowl, tmp_path / "a.journal", trials=14))
+    assert len(whole) == 14
+    assert completed_trials(run_study(tune_params, "ms", bowl, tmp_path / "b.journal", trials=14)) == whole
+    # interrupted twice: after 3 trials, then with a trial left running (its process killed), then resumed
+    resumed = tmp_path / "c.journal"
+    run_study(tune_params, "ms", bowl, resumed, trials=3)
+    study = run_study(tune_params, "ms", bowl, resumed, trials=6)
+    study.ask()  # a trial that never reports back
+    assert completed_trials(run_study(tune_params, "ms", bowl, resumed, trials=14)) == whole
+    # the model-based trials found a better point than the random start
+    values = [t["val_map_at_r"] for t in whole]
+    assert max(values[4:]) > max(values[:4])
+    assert all(3 <= t["values"]["ccp.pool_size"] <= 9 and isinstance(t["values"]["ccp.pool_size"], int) for t in whole)
+
+
+def test_changed_settings_start_a_new_study_and_more_trials_continue_one(tune_params, tiny_dict):
+    with pytest.raises(ParamsError, match=r"tune.trials: the tune stage is not in dvc.yaml yet"):
+        params_from_dict(merge(tiny_dict, {"tune": {"trials": 20}}))
+    more = dataclasses.replace(tune_params, tune=dataclasses.replace(tune_params.tune, trials=50))
+    assert study_name(more, "ms") == study_name(tune_params, "ms")
+    reported = dataclasses.replace(tune_params, report=dataclasses.replace(tune_params.report, decimals=3))
+    assert study_name(reported, "ms") == study_name(tune_params, "ms")
+    faster = dataclasses.replace(tune_params, train=dataclasses.replace(tune_params.train, lr=0.01))
+    assert study_name(faster, "ms") != study_name(tune_params, "ms")
+    assert study_name(tune_params, "danml") != study_name(tune_params, "ms")
+
+
+def test_tuning_never_reads_the_test_classes(tune_params, tiny_data):
+    """The fold models a trial trains see no test row: with every test feature replaced by NaN, training
+    without test classes gives the same weights and validation curve, and trains at all."""
+    manifest, features = tiny_data
+    test = features.split == "test"
+    poisoned = FeatureCache(np.where(test[:, None], np.nan, features.features).astype(np.float32),
+                            features.labels, features.split, features.fold)
+    cpu = torch.device("cpu")
+    clean = train_fold(tune_params, "ms", 0, manifest, features, cpu, test=False)
+    dirty = train_fold(tune_params, "ms", 0, manifest, poisoned, cpu, test=False)
+    assert clean.test_embeddings is None and dirty.test_embeddings is None
+    assert pd.DataFrame(clean.fit.history).equals(pd.DataFrame(dirty.fit.history))  # epoch 0's loss is NaN in both
+    assert np.isfinite(dirty.fit.best_val_map_at_r) and len(dirty.fit.history) > 1
+    for key, value in clean.model.state_dict().items():
+        assert torch.equal(value, dirty.model.state_dict()[key]), key
+    # and with the test classes the poison shows, so the check above can fail
+    with_test = train_fold(tune_params, "ms", 0, manifest, poisoned, cpu)
+    assert np.isnan(with_test.test_embeddings).all()
