@@ -761,9 +761,6 @@ def _check_consistency(p: Params, source: str) -> None:
 
 def _check_tune_spaces(p: Params, source: str) -> None:
     """Every tuned key names a numeric params value, and every range is a range."""
-    if p.tune.trials:  # pipeline/tuning.py is ready; the tune stage that runs it and feeds training is not
-        raise ParamsError(f"{source}: tune.trials: the tune stage is not in dvc.yaml yet (issue 23), so tuned values "
-                          "would not reach training; keep 0")
     values = to_dict(p)
     for run, space in p.tune.spaces.items():
         for key, dim in space.items():

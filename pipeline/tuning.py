@@ -26,12 +26,10 @@ from typing import Callable
 import numpy as np
 
 from pipeline.config import Params, ParamsError, SearchDim, params_from_dict, to_dict
+from pipeline.runs import run_config, run_train_config
 from pipeline.runtime import derive_seed
 
 log = logging.getLogger(__name__)
-
-# sections that do not change what a trial measures (the test-side settings, other stages, the run list)
-_NOT_MEASURED = ("eval", "report", "lanml", "poc", "ablation", "presets")
 
 
 def apply_values(params: Params, values: dict[str, float], source: str = "tuned values") -> Params:
@@ -62,11 +60,14 @@ def suggest(trial, space: dict[str, SearchDim]) -> dict[str, float]:
 
 
 def study_name(params: Params, run: str) -> str:
-    """`<run>-<fingerprint>`: the fingerprint hashes every setting that changes a trial's measurement."""
-    settings = {k: v for k, v in to_dict(params).items() if k not in _NOT_MEASURED}
-    settings["experiment"] = {"folds": params.experiment.folds, "seed": params.experiment.seeds[0]}
-    settings["tune"] = {"sampler": params.tune.sampler, "startup_trials": params.tune.startup_trials,
-                        "space": to_dict(params.tune.spaces.get(run, {}))}
+    """`<run>-<fingerprint>`: the fingerprint hashes every setting that changes what the run's trials measure
+    (data, backbone, the run's budget and its own section, the folds and seed, the search), and nothing else,
+    so another run's change or more trials leave the study as it is."""
+    settings = {"seed": params.seed, "data": to_dict(params.data), "backbone": to_dict(params.backbone),
+                "train": to_dict(run_train_config(params, run)), "run": to_dict(run_config(params, run)),
+                "folds": params.experiment.folds, "replicate_seed": params.experiment.seeds[0],
+                "tune": {"sampler": params.tune.sampler, "startup_trials": params.tune.startup_trials,
+                         "space": to_dict(params.tune.spaces.get(run, {}))}}
     digest = hashlib.sha256(json.dumps([run, settings], sort_keys=True, default=str).encode()).hexdigest()
     return f"{run}-{digest[:12]}"
 

@@ -14,11 +14,12 @@ from pathlib import Path
 import pandas as pd
 
 from pipeline.config import ParamsError
-from pipeline.io import atomic_path
+from pipeline.io import atomic_path, read_json
 from pipeline.jobs import FoldJob, run_fold_job
 from pipeline.parallel import run_jobs
 from pipeline.runs import all_runs, model_ids, model_name
 from pipeline.runtime import launched_by_torchrun
+from pipeline.tuning import apply_values
 from stages._common import run
 
 SUBPROBLEM_COLUMNS = ["subproblem", "epochs", "steps", "best_val_map_at_r", "initial_radius_max",
@@ -33,6 +34,9 @@ def main(params, args):
     if args.method not in runs:
         raise ParamsError(f"{source}: method {args.method!r} is not one of the configured runs "
                           f"({', '.join(runs)}; see experiment.methods and the ccp and profs losses and variants)")
+    tuned = read_json(args.tuned)["values"] if args.tuned else {}  # the tune stage's record for this run
+    if tuned:  # its values replace params.yaml's for this run; none: trained as written
+        params = apply_values(params, tuned, source=args.tuned)
     models = model_ids(params)
     ranked = launched_by_torchrun()
     if ranked and _join_ranks() != 0:  # the other ranks train alongside rank 0 and write nothing
@@ -71,6 +75,7 @@ def configure(p):
     p.add_argument("--train-logs", required=True, help="folder of per-epoch CSV logs, one per model (dvc plots); "
                    "not --logs: torchrun would take that for its --logs-specs")
     p.add_argument("--subproblems", help="folder of CSVs with one row per sub-problem (outer-loop methods)")
+    p.add_argument("--tuned", help="the tune stage's record for this run (reports/tuned/<run>.json)")
 
 
 if __name__ == "__main__":

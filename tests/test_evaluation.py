@@ -226,15 +226,18 @@ def test_mean_interval_by_hand_and_against_scipy():
 def test_evaluate_run_reads_the_models_and_writes_one_spectrum_per_model(tmp_path, tiny_params):
     from pipeline.data.manifest import DataError
     from pipeline.evaluation.runs import evaluate_run
+    from pipeline.io import write_json
 
     rng = np.random.default_rng(0)
     labels = np.repeat(np.arange(4), 5)
     models = [(0, 0), (1, 0), (0, 3), (1, 3)]
-    for fold, seed in models:
+    for i, (fold, seed) in enumerate(models):
         (tmp_path / f"fold-{fold}-seed-{seed}").mkdir()
         np.savez(tmp_path / f"fold-{fold}-seed-{seed}" / "test_embeddings.npz", embeddings=rng.normal(size=(20, 3)),
                  labels=labels)
+        write_json(tmp_path / f"fold-{fold}-seed-{seed}" / "summary.json", {"best_val_map_at_r": 0.1 * (i + 1)})
     result, spectra, per_class = evaluate_run((str(tmp_path), "x", models, tiny_params.eval, 0))
+    assert result["validation"]["map_at_r"] == pytest.approx(0.25)  # mean of the models' kept validation MAP@R
     assert per_class.shape == (4, 1 + 2 * len(models)) and (per_class.queries == 5).all()
     assert result["num_test_images"] == 20 and result["num_test_classes"] == 4
     assert result["folds"] == [0, 1] and result["seeds"] == [0, 3]

@@ -53,7 +53,8 @@ FIGURES = ("validation_curves", "ccp_proxies_pool", "ccp_lambda", "profs_lambda"
 
 def test_repro_builds_every_output(repo):
     out = sh(DVC + ["repro"], repo)
-    expected = {"prepare", "embed", "poc", "report", "lanml@iris", "lanml_timing", "evaluate", "train@ms", "train@proxy_anchor",
+    expected = {"prepare", "embed", "tune", "poc", "report", "lanml@iris", "lanml_timing", "evaluate", "train@ms",
+                "train@proxy_anchor",
                 "train_ccp_base@c2-loss_proxy",
                 "train_ccp@c2-ccp", "train_profs@ms-plain", "train_profs@ms-profs_hncm", "ablation@ccp",
                 "ablation@profs"}
@@ -118,7 +119,8 @@ def test_ccp_lambda_changes_only_ccp_rows_and_figures(repo):
     before = _snapshot(repo)
     out = sh(DVC + ["exp", "run", "-S", "ccp.lambda=3e-2"], repo)
     ran = stages_run(out)
-    assert ran == {"train_ccp@c2-ccp", "ablation@ccp", "poc", "evaluate", "report"}  # not Loss-Proxy: no lambda there
+    # not Loss-Proxy: no lambda there; tune reads every run's section, and at 0 trials rewrites the same records
+    assert ran == {"tune", "train_ccp@c2-ccp", "ablation@ccp", "poc", "evaluate", "report"}
     diff = sh(["git", "diff", "--unified=0", "params.yaml"], repo)
     changed = [line.split("#")[0].rstrip() for line in diff.splitlines() if line[:1] in "+-" and line[:3] not in ("+++", "---")]
     assert changed == ["-  lambda: 2e-4", "+  lambda: 0.03"]  # the one key, nothing else rewritten
@@ -135,8 +137,8 @@ def test_ccp_lambda_changes_only_ccp_rows_and_figures(repo):
 
 def test_exp_run_reruns_only_the_changed_method(repo):
     out = sh(DVC + ["exp", "run", "-S", "baselines.ms.loss.alpha=3.0"], repo)
-    assert stages_run(out) == {"train@ms", "evaluate", "report"}
+    assert stages_run(out) == {"tune", "train@ms", "evaluate", "report"}
     params = yaml.safe_load((repo / "params.yaml").read_text())
     assert params["baselines"]["ms"]["loss"]["alpha"] == 3.0
     shown = sh(DVC + ["exp", "show", "--csv"], repo)
-    assert "baselines.ms.loss.alpha" in shown and "map_at_r" in shown
+    assert "baselines.ms.loss.alpha" in shown and "map_at_r" in shown and "val_map_at_r" in shown

@@ -69,15 +69,16 @@ def test_the_same_params_give_the_same_trials_and_a_resumed_study_the_same_as_an
     assert all(3 <= t["values"]["ccp.pool_size"] <= 9 and isinstance(t["values"]["ccp.pool_size"], int) for t in whole)
 
 
-def test_changed_settings_start_a_new_study_and_more_trials_continue_one(tune_params, tiny_dict):
-    with pytest.raises(ParamsError, match=r"tune.trials: the tune stage is not in dvc.yaml yet"):
-        params_from_dict(merge(tiny_dict, {"tune": {"trials": 20}}))
+def test_changed_settings_start_a_new_study_and_more_trials_continue_one(tune_params):
     more = dataclasses.replace(tune_params, tune=dataclasses.replace(tune_params.tune, trials=50))
     assert study_name(more, "ms") == study_name(tune_params, "ms")
     reported = dataclasses.replace(tune_params, report=dataclasses.replace(tune_params.report, decimals=3))
     assert study_name(reported, "ms") == study_name(tune_params, "ms")
     faster = dataclasses.replace(tune_params, train=dataclasses.replace(tune_params.train, lr=0.01))
     assert study_name(faster, "ms") != study_name(tune_params, "ms")
+    other_run = dataclasses.replace(tune_params, ccp=dataclasses.replace(tune_params.ccp, lambda_=0.03))
+    assert study_name(other_run, "ms") == study_name(tune_params, "ms")
+    assert study_name(other_run, "c2_ccp") != study_name(tune_params, "c2_ccp")
     assert study_name(tune_params, "danml") != study_name(tune_params, "ms")
 
 
@@ -99,3 +100,38 @@ def test_tuning_never_reads_the_test_classes(tune_params, tiny_data):
     # and with the test classes the poison shows, so the check above can fail
     with_test = train_fold(tune_params, "ms", 0, manifest, poisoned, cpu)
     assert np.isnan(with_test.test_embeddings).all()
+
+
+def test_the_tune_stage_records_every_run_and_train_applies_the_best_values(tmp_path, tiny_dict):
+    """Stages end to end on the tiny data: `tune` searches `ms` (3 trials), records no values for the run
+    without a space, and `train --tuned` trains ms at the best trial's alpha (written beside its results)."""
+    from pipeline.io import read_json
+    from tests.conftest import write_params
+    from tests.test_stages import run_stage
+
+    space = {"baselines.ms.loss.alpha": {"low": 0.5, "high": 8.0, "log": True}}
+    params = write_params(tmp_path / "params.yaml", merge(tiny_dict, {
+        "experiment": {"methods": ["ms", "proxy_anchor"], "seeds": [0]},
+        "tune": {"trials": 3, "startup_trials": 2, "spaces": {"ms": space}}}))
+    prepared, features, tuned = tmp_path / "prepared", tmp_path / "features", tmp_path / "tuned"
+    for module, args in (("prepare", ("--out", prepared)), ("embed", ("--data", prepared, "--out", features)),
+                         ("tune", ("--data", prepared, "--features", features, "--studies", tmp_path / "studies",
+                                   "--out", tuned))):
+        done = run_stage(module, params, *map(str, args))
+        assert done.returncode == 0, done.stderr
+    assert done.stderr.count("validation MAP@R") == 3  # one log line per trial
+    ms, other = read_json(tuned / "ms.json"), read_json(tuned / "proxy_anchor.json")
+    assert ms["trials"] == 3 and len(ms["history"]) == 3 and (tmp_path / "studies" / "ms.journal").is_file()
+    best = max(ms["history"], key=lambda t: t["val_map_at_r"])
+    assert ms["values"] == best["values"] and 0.5 <= ms["values"]["baselines.ms.loss.alpha"] <= 8.0
+    assert ms["best_val_map_at_r"] == best["val_map_at_r"] and ms["space"] == {k: {**v, "integer": False} for k, v in space.items()}
+    assert other["trials"] == 0 and other["values"] == {}
+    # a second tune resumes the finished study: no trial is trained again, the record is the same
+    again = run_stage("tune", params, "--data", str(prepared), "--features", str(features), "--studies",
+                      str(tmp_path / "studies"), "--out", str(tuned))
+    assert again.returncode == 0 and "validation MAP@R" not in again.stderr and read_json(tuned / "ms.json") == ms
+    done = run_stage("train", params, "--method", "ms", "--data", str(prepared), "--features", str(features),
+                     "--out", str(tmp_path / "models"), "--train-logs", str(tmp_path / "logs"), "--tuned", str(tuned / "ms.json"))
+    assert done.returncode == 0, done.stderr
+    summary = read_json(tmp_path / "models" / "fold-0-seed-0" / "summary.json")
+    assert summary["params"]["loss"]["alpha"] == ms["values"]["baselines.ms.loss.alpha"]

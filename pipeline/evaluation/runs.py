@@ -10,9 +10,10 @@ import pandas as pd
 from pipeline.data.manifest import DataError
 from pipeline.evaluation.protocol import mlrc_protocol
 from pipeline.evaluation.spectrum import singular_value_spectrum
+from pipeline.io import read_json
 from pipeline.runs import model_name
 
-HEADLINE = ("map_at_r", "precision_at_1", "r_precision")  # separated means, listed by dvc metrics / exp show
+HEADLINE = ("map_at_r", "precision_at_1", "r_precision")  # test: separated means, listed by dvc metrics / exp show
 
 
 def embeddings_file(run_folder: str | Path, fold: int, seed: int) -> Path:
@@ -35,6 +36,10 @@ def evaluate_run(job: tuple) -> tuple[dict, pd.DataFrame, pd.DataFrame]:
             labels = z["labels"]
             query = z["query"] if "query" in z.files else None
     result, per_class = mlrc_protocol(embeddings, labels, cfg, seed, query)
+    # the number to select settings by: validation MAP@R at each model's kept epoch (train stage's summary.json),
+    # mean over the fold x seed models; the test metrics above are for reading, not for choosing
+    result["validation"] = {"map_at_r": float(np.mean([
+        read_json(Path(path) / model_name(fold, s) / "summary.json")["best_val_map_at_r"] for fold, s in models]))}
     result["folds"] = sorted({f for f, _ in models})
     result["seeds"] = list(dict.fromkeys(s for _, s in models))
     result["num_test_images"] = int(len(labels))
