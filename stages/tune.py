@@ -2,10 +2,10 @@
 
 For each run with a search space (`tune.spaces.<run>`) and `tune.trials` > 0, an Optuna study in
 `<studies>/<run>.journal` (kept between runs: the stage resumes it, DVC `persist`) is completed to
-`tune.trials` trials; the best trial's values go to `<out>/<run>.json`, which the run's train stage
-applies. Every other run gets a record with no values: it trains at params.yaml's values (`tune.trials: 0`,
-the default, keeps today's behaviour). The records also hold the search space and every trial (the report's
-table and optimisation-history figure).
+`tune.trials` trials; the best trial's values go to `<out>/<run>.json`, the one file the run's train stage
+reads and depends on (so only a change of values retrains it). Every other run gets no values: it trains at
+params.yaml's values (`tune.trials: 0`, the default, keeps today's behaviour). `<records>/<run>.json` holds
+the search space, the best trial and every trial (the report's table and optimisation-history figure).
 """
 
 import logging
@@ -38,17 +38,21 @@ def main(params, args):
     studies = Path(args.studies)
     studies.mkdir(parents=True, exist_ok=True)
     records = [record(params, name, studies, args.data, args.features) for name in all_runs(params)]
-    with atomic_path(args.out) as out:
-        out.mkdir()
+    with atomic_path(args.out) as out, atomic_path(args.records) as full:
+        for folder in (out, full):
+            folder.mkdir()
         for r in records:
-            write_json(out / f"{r['run']}.json", r)
+            write_json(out / f"{r['run']}.json", {"run": r["run"], "values": r["values"]})
+            write_json(full / f"{r['run']}.json", r)
 
 
 def configure(p):
     p.add_argument("--data", default="data/prepared")
     p.add_argument("--features", default="data/features")
     p.add_argument("--studies", default="data/tune", help="folder of Optuna journal files, one per tuned run")
-    p.add_argument("--out", default="reports/tuned", help="folder of tuned-value records, one JSON per run")
+    p.add_argument("--out", default="reports/tuned", help="folder of the values each run trains at, one JSON per run")
+    p.add_argument("--records", default="reports/tuning",
+                   help="folder of tuning records (space, best and every trial), one JSON per run")
 
 
 if __name__ == "__main__":

@@ -113,23 +113,25 @@ def test_the_tune_stage_records_every_run_and_train_applies_the_best_values(tmp_
     params = write_params(tmp_path / "params.yaml", merge(tiny_dict, {
         "experiment": {"methods": ["ms", "proxy_anchor"], "seeds": [0]},
         "tune": {"trials": 3, "startup_trials": 2, "spaces": {"ms": space}}}))
-    prepared, features, tuned = tmp_path / "prepared", tmp_path / "features", tmp_path / "tuned"
+    prepared, features, tuned, records = (tmp_path / name for name in ("prepared", "features", "tuned", "records"))
+    tune_args = ("--data", prepared, "--features", features, "--studies", tmp_path / "studies", "--out", tuned,
+                 "--records", records)
     for module, args in (("prepare", ("--out", prepared)), ("embed", ("--data", prepared, "--out", features)),
-                         ("tune", ("--data", prepared, "--features", features, "--studies", tmp_path / "studies",
-                                   "--out", tuned))):
+                         ("tune", tune_args)):
         done = run_stage(module, params, *map(str, args))
         assert done.returncode == 0, done.stderr
     assert done.stderr.count("validation MAP@R") == 3  # one log line per trial
-    ms, other = read_json(tuned / "ms.json"), read_json(tuned / "proxy_anchor.json")
+    ms, other = read_json(records / "ms.json"), read_json(records / "proxy_anchor.json")
+    assert read_json(tuned / "ms.json") == {"run": "ms", "values": ms["values"]}  # what train reads: values only
+    assert read_json(tuned / "proxy_anchor.json") == {"run": "proxy_anchor", "values": {}}
     assert ms["trials"] == 3 and len(ms["history"]) == 3 and (tmp_path / "studies" / "ms.journal").is_file()
     best = max(ms["history"], key=lambda t: t["val_map_at_r"])
     assert ms["values"] == best["values"] and 0.5 <= ms["values"]["baselines.ms.loss.alpha"] <= 8.0
     assert ms["best_val_map_at_r"] == best["val_map_at_r"] and ms["space"] == {k: {**v, "integer": False} for k, v in space.items()}
     assert other["trials"] == 0 and other["values"] == {}
     # a second tune resumes the finished study: no trial is trained again, the record is the same
-    again = run_stage("tune", params, "--data", str(prepared), "--features", str(features), "--studies",
-                      str(tmp_path / "studies"), "--out", str(tuned))
-    assert again.returncode == 0 and "validation MAP@R" not in again.stderr and read_json(tuned / "ms.json") == ms
+    again = run_stage("tune", params, *map(str, tune_args))
+    assert again.returncode == 0 and "validation MAP@R" not in again.stderr and read_json(records / "ms.json") == ms
     done = run_stage("train", params, "--method", "ms", "--data", str(prepared), "--features", str(features),
                      "--out", str(tmp_path / "models"), "--train-logs", str(tmp_path / "logs"), "--tuned", str(tuned / "ms.json"))
     assert done.returncode == 0, done.stderr
