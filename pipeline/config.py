@@ -761,7 +761,7 @@ def _check_consistency(p: Params, source: str) -> None:
 
 def _check_tune_spaces(p: Params, source: str) -> None:
     """Every tuned key names a numeric params value, and every range is a range."""
-    values = to_dict(p)
+    values = to_dict(p) if p.tune.spaces else {}
     for run, space in p.tune.spaces.items():
         for key, dim in space.items():
             where = f"{source}: tune.spaces.{run}.{key}"

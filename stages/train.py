@@ -34,7 +34,7 @@ def main(params, args):
     if args.method not in runs:
         raise ParamsError(f"{source}: method {args.method!r} is not one of the configured runs "
                           f"({', '.join(runs)}; see experiment.methods and the ccp and profs losses and variants)")
-    tuned = read_json(args.tuned)["values"] if args.tuned else {}  # the tune stage's record for this run
+    tuned = read_json(args.tuned)["values"] if args.tuned else {}  # the tune stage's values for this run
     if tuned:  # its values replace params.yaml's for this run; none: trained as written
         params = apply_values(params, tuned, source=args.tuned)
     models = model_ids(params)
@@ -75,7 +75,7 @@ def configure(p):
     p.add_argument("--train-logs", required=True, help="folder of per-epoch CSV logs, one per model (dvc plots); "
                    "not --logs: torchrun would take that for its --logs-specs")
     p.add_argument("--subproblems", help="folder of CSVs with one row per sub-problem (outer-loop methods)")
-    p.add_argument("--tuned", help="the tune stage's record for this run (reports/tuned/<run>.json)")
+    p.add_argument("--tuned", help="the tune stage's values for this run (reports/tuned/<run>.json)")
 
 
 if __name__ == "__main__":

@@ -14,6 +14,7 @@ validation MAP@R. If a shorter patience costs little, the curves had flattened w
 
 from __future__ import annotations
 
+import math
 from pathlib import Path
 
 import pandas as pd
@@ -35,21 +36,11 @@ def read_logs(folder: Path, runs: list[str], models: list[tuple[int, int]]) -> p
     return pd.concat(frames, ignore_index=True) if frames else pd.DataFrame(columns=["epoch", "val_map_at_r", "run", "model"])
 
 
-def kept_epoch(values, min_delta: float) -> int:
-    """The epoch early stopping keeps and counts its patience from: the last one that beat the best so far
-    by more than `min_delta` (pipeline/training.py); a later maximum within min_delta of it is not kept."""
-    best, kept = values[0], 0
-    for e in range(1, len(values)):
-        if values[e] > best + min_delta:
-            best, kept = values[e], e
-    return kept
-
-
 def per_model(logs: pd.DataFrame, patience: dict[str, int], min_delta: float) -> pd.DataFrame:
     """One row per (run, model): best (kept) epoch, stop epoch, outer-loop units (NaN for none), cut while improving."""
     rows = []
     for (run, model), t in logs.groupby(["run", "model"], sort=False):
-        best = int(t.epoch.iloc[kept_epoch(t.val_map_at_r.to_numpy(), min_delta)])
+        best = int(t.epoch.iloc[_replay(t, math.inf, min_delta)[0]])  # the epoch early stopping kept
         stop = int(t.epoch.max())
         unit = next((c for c in UNITS if c in t and t[c].notna().any()), None)
         rows.append({"run": run, "model": model, "best_epoch": best, "stop_epoch": stop,
@@ -74,23 +65,25 @@ def budget_markdown(models: pd.DataFrame, patience: dict[str, int], max_epochs: 
     return "\n".join(out) + "\n"
 
 
-def _replayed_best(t: pd.DataFrame, patience: int, min_delta: float) -> float:
-    """The validation MAP@R early stopping with `patience` would have kept on this logged curve (a CCP run
-    stops only where a sub-problem ends, a PROFS run only in an epoch where its projection count grows)."""
+def _replay(t: pd.DataFrame, patience: float, min_delta: float) -> tuple[int, float]:
+    """Early stopping with `patience` replayed on a logged curve (pipeline/training.py's rule): the row of the
+    epoch it keeps, the last one that beat the best so far by more than `min_delta`, and that epoch's validation
+    MAP@R. A CCP run stops only where a sub-problem ends, a PROFS run only in an epoch where its projection
+    count grows; with an infinite patience the whole logged curve is replayed."""
     values = t.val_map_at_r.to_numpy()
     unit = next((c for c in UNITS if c in t and t[c].notna().any()), None)
     marks = t[unit].to_numpy() if unit else None
-    best, stale = values[0], 0
+    best, kept, stale = values[0], 0, 0
     for e in range(1, len(values)):
         if values[e] > best + min_delta:
-            best, stale = values[e], 0
+            best, kept, stale = values[e], e, 0
         else:
             stale += 1
         at_boundary = (marks is None or e == len(values) - 1 or
                        (marks[e + 1] > marks[e] if unit == "subproblem" else marks[e] > marks[e - 1]))
         if stale >= patience and at_boundary:
             break
-    return best
+    return kept, best
 
 
 def replay_shorter_patience(logs: pd.DataFrame, patience: dict[str, int], min_delta: float,
@@ -102,8 +95,8 @@ def replay_shorter_patience(logs: pd.DataFrame, patience: dict[str, int], min_de
         lost = []
         for (run, _), t in logs.groupby(["run", "model"], sort=False):
             if p < patience[run]:
-                kept = _replayed_best(t, patience[run], min_delta)
-                lost.append(100 * (kept - _replayed_best(t, p, min_delta)))
+                kept = _replay(t, patience[run], min_delta)[1]
+                lost.append(100 * (kept - _replay(t, p, min_delta)[1]))
         if lost:
             s = pd.Series(lost)
             rows.append({"patience": p, "models": len(s), "models_stopping_earlier": int((s > 0).sum()),
