@@ -111,10 +111,12 @@ def write_results(params, inputs, out: Path, context: str) -> None:
 
 def write_claims(params, inputs, out: Path, context: str) -> pd.DataFrame:
     """reports/claims.md and .csv: every testable claim of the papers with its paired difference and verdict."""
+    untrained = frozenset(budgets.untrained_runs(inputs["budgets"]))
     table = claims_table(paper_claims(params.ccp.losses, params.profs.losses), inputs["metrics"], inputs["poc"],
-                         inputs["per_class"], params.report.bootstrap_samples, params.seed)
+                         inputs["per_class"], params.report.bootstrap_samples, params.seed, untrained)
     counts = table.verdict.value_counts()
-    summary = ", ".join(f"{counts.get(v, 0)} {v}" for v in ("reproduced", "contradicted", "inconclusive", "not run"))
+    shown = ("reproduced", "contradicted", "inconclusive", "not run", *(("not trained",) if untrained else ()))
+    summary = ", ".join(f"{counts.get(v, 0)} {v}" for v in shown)
     models = len(params.experiment.folds) * len(params.experiment.seeds)
     text = (
         "# Do the papers' claims hold here?\n\n" + context +
@@ -128,7 +130,9 @@ def write_claims(params, inputs, out: Path, context: str) -> pd.DataFrame:
         f"and a paired bootstrap over test classes and models ({params.report.bootstrap_samples} resamples; the "
         "claims are about classes the models never saw); the verdict uses the wider (bold), on MAP@R: "
         "**reproduced** when it lies above 0, **contradicted** when below 0, **inconclusive** when it contains 0; "
-        "a claim whose runs are not configured is **not run**\n"
+        "a claim whose runs are not configured is **not run**; a claim on a run that did not train (most of its "
+        "models kept the untrained network, best epoch 0 in [budgets.md](budgets.md)) is **not trained**: its "
+        "difference measures our settings for that run, not the method\n"
         "- the papers measured these claims on CUB200 / Cars196 / SOP / In-shop (and MNIST for the 2-D case); a "
         "verdict here is about this data set and these settings, not about theirs\n\n"
         f"**{summary}** of {len(table)} claims.\n\n" + claims_markdown(table, params.report.decimals)

@@ -42,6 +42,15 @@ def test_verdicts_and_not_run():
     assert "**not run**" in text and "-10.00 [-10.00, -10.00]" in text
 
 
+def test_a_claim_on_a_run_that_did_not_train_gets_no_verdict():
+    """The difference is still shown, but a run whose models kept their untrained start decides nothing."""
+    metrics = {"a": run_metrics([0.5, 0.6]), "b": run_metrics([0.6, 0.7]), "c": run_metrics([0.7, 0.8])}
+    claims = [Claim("b beats a", "s", "a", "b"), Claim("c beats b", "s", "b", "c"), Claim("z beats a", "s", "a", "z")]
+    table = claims_table(claims, metrics, {}, untrained=frozenset({"a"}))
+    assert table.verdict.tolist() == ["not trained", "reproduced", "not run"]
+    assert table.map_at_r_diff.iloc[0] == pytest.approx(10.0)
+
+
 def test_proof_of_concept_claim_pairs_by_seed():
     poc = {"ccp": {"seeds": {"seed_0": {"test_map_at_r": 0.90}, "seed_1": {"test_map_at_r": 0.92}}},
            "sample_ccp": {"seeds": {"seed_0": {"test_map_at_r": 0.95}, "seed_1": {"test_map_at_r": 0.95}}}}

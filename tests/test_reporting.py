@@ -148,6 +148,9 @@ def test_budget_table_and_patience_replay_by_hand():
     models = budgets.per_model(logs, {"a": 3, "b": 3, "c": 4}, 1e-5)
     assert models[["best_epoch", "stop_epoch"]].values.tolist() == [[4, 7], [3, 3], [4, 7], [1, 5]]
     assert models.cut_while_improving.tolist() == [False, True, False, False]
+    assert budgets.untrained_runs(models) == set()
+    start = pd.DataFrame({"run": ["u", "u", "u", "v", "v"], "best_epoch": [0, 0, 3, 0, 2]})
+    assert budgets.untrained_runs(start) == {"u"}  # 2 of 3 models kept epoch 0; v: 1 of 2 is not most
     models, logs = models[models.run != "c"], logs[logs.run != "c"]
     assert models.units.iloc[2] == 2 and models.unit.iloc[2] == "sub-problems" and pd.isna(models.units.iloc[0])
     # patience 1: model a/m0 stops after epoch 2 keeping 0.5 (0.1 lost); a/m1 keeps rising (nothing lost); CCP b/m0

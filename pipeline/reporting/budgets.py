@@ -49,6 +49,13 @@ def per_model(logs: pd.DataFrame, patience: dict[str, int], min_delta: float) ->
     return pd.DataFrame(rows, columns=["run", "model", "best_epoch", "stop_epoch", "unit", "units", "cut_while_improving"])
 
 
+def untrained_runs(models: pd.DataFrame) -> set[str]:
+    """Runs that did not train: most of their models kept epoch 0, the network before any step (its settings
+    make validation MAP@R fall from the start). A claim on such a run compares with an untrained network."""
+    kept_start = models.assign(at_start=models.best_epoch == 0).groupby("run", sort=False).at_start.mean()
+    return set(kept_start[kept_start > 0.5].index)
+
+
 def _spread(values: pd.Series) -> str:
     return f"{values.median():g} ({values.min():g}-{values.max():g})"
 

@@ -13,7 +13,9 @@ separated test metric (in points, i.e. % units). Two 95% intervals of the mean d
 The verdict uses the wider of the two: reproduced when it lies above 0, contradicted when below 0,
 inconclusive when it contains 0 (decided on MAP@R). The 2-D proof of concept (CCP Fig. 2) pairs the
 variants by ``poc.seeds`` and has the t interval only. A claim whose runs are not configured is
-listed as "not run", never left out.
+listed as "not run", never left out; a claim on a run that did not train (most of its models kept the
+untrained network, pipeline/reporting/budgets.py) gets "not trained" instead of a verdict: its difference
+measures our settings for that run, not the method.
 """
 
 from __future__ import annotations
@@ -110,7 +112,7 @@ def verdict(low: float, high: float) -> str:
 
 
 def claims_table(claims: list[Claim], metrics: dict, poc: dict, per_class: dict | None = None,
-                 samples: int = 10000, seed: int = 0) -> pd.DataFrame:
+                 samples: int = 10000, seed: int = 0, untrained: frozenset[str] = frozenset()) -> pd.DataFrame:
     """One row per claim: runs, pairs, and per metric the mean paired difference, its t interval, its
     bootstrap interval over test classes and models (when `per_class` holds both runs' scores), and the
     interval the verdict uses (the wider)."""
@@ -141,7 +143,8 @@ def claims_table(claims: list[Claim], metrics: dict, poc: dict, per_class: dict 
                 row.update({f"{metric}_boot_low": low, f"{metric}_boot_high": high})
                 if not high - low <= 2 * half:  # the wider decides (a NaN t interval: the bootstrap)
                     row.update({f"{metric}_low": low, f"{metric}_high": high, f"{metric}_interval": "bootstrap"})
-        row["verdict"] = verdict(row["map_at_r_low"], row["map_at_r_high"]) if present else "not run"
+        row["verdict"] = ("not run" if not present else "not trained" if {c.base, c.better} & untrained
+                          else verdict(row["map_at_r_low"], row["map_at_r_high"]))
         rows.append(row)
     return pd.DataFrame(rows)
 
