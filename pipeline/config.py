@@ -606,6 +606,9 @@ class TuneConfig:
     startup_trials: int = param(10, ge=1)  # random trials before the model-based proposals start
     # run -> {params key (dotted, e.g. baselines.ms.loss.alpha): range}; runs without a space are not tuned
     spaces: dict[str, Any] = field(default_factory=dict)  # checked into SearchDim by _validated
+    # run -> run: the first trains at the second's tuned values (the loss keys a family shares, e.g. ccp.c2.*)
+    # and its own space, if any, is searched with those values fixed (pipeline/tuning.py)
+    inherit: dict[str, str] = field(default_factory=dict)
 
 
 @dataclass
@@ -756,11 +759,23 @@ def _check_consistency(p: Params, source: str) -> None:
                           f"got {p.backbone.crop_scale}")
     if len(p.backbone.mean) != p.backbone.channels or len(p.backbone.std) != p.backbone.channels:
         raise ParamsError(f"{source}: backbone.mean/std: need one value per channel ({p.backbone.channels})")
-    _check_tune_spaces(p, source)
+    _check_tune(p, source)
 
 
-def _check_tune_spaces(p: Params, source: str) -> None:
-    """Every tuned key names a numeric params value, and every range is a range."""
+def _check_tune(p: Params, source: str) -> None:
+    """Every tuned key names a numeric params value, every range is a range, and inheritance is a forest whose
+    runs search disjoint keys (a key tuned twice along a chain would have two values)."""
+    for run, base in p.tune.inherit.items():
+        chain, node = [run], base
+        while node is not None:
+            if node in chain:
+                raise ParamsError(f"{source}: tune.inherit.{run}: inherits from itself ({' -> '.join(chain + [node])})")
+            chain.append(node)
+            node = p.tune.inherit.get(node)
+        keys = [k for r in chain for k in p.tune.spaces.get(r, {})]
+        if len(set(keys)) != len(keys):
+            raise ParamsError(f"{source}: tune.inherit.{run}: {' -> '.join(chain)} search the same key twice "
+                              f"({', '.join(sorted({k for k in keys if keys.count(k) > 1}))})")
     values = to_dict(p) if p.tune.spaces else {}
     for run, space in p.tune.spaces.items():
         for key, dim in space.items():

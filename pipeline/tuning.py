@@ -7,6 +7,11 @@ folds, then the best point retrained and tested). Here one Optuna study per run:
 `test=False` (pipeline/experiment.py: no test row is selected, read or embedded); its value is the mean over
 the folds of the best validation MAP@R, the number early stopping keeps.
 
+Shared values. A family's variants read one set of loss keys (ccp.c2.* for c2_batch, c2_loss_proxy, c2_ccp;
+profs.ms.* for ms_plain, ms_profs, ms_profs_hncm). `tune.inherit` names the run that tunes them: an inheriting
+run trains at that run's values and searches only its own space (CCP's lambda and pool size, PROFS's lambda and
+rho) with them fixed, as the CCP supplement took MLRC's values of the plain loss for every variant.
+
 Determinism and resumption. The study lives in an Optuna journal file. Trial n's sampler (TPE or GP) is
 created afresh, seeded from (seed, run, n), and sees the n completed trials before it; so a study that was
 interrupted and resumed proposes exactly what an uninterrupted one would, and the same params give the same
@@ -26,7 +31,7 @@ from typing import Callable
 import numpy as np
 
 from pipeline.config import Params, ParamsError, SearchDim, params_from_dict, to_dict
-from pipeline.runs import run_config, run_train_config
+from pipeline.runs import all_runs, run_config, run_train_config
 from pipeline.runtime import derive_seed
 
 log = logging.getLogger(__name__)
@@ -59,15 +64,36 @@ def suggest(trial, space: dict[str, SearchDim]) -> dict[str, float]:
     return out
 
 
-def study_name(params: Params, run: str) -> str:
+_LOCATIONS = ("source", "download_dir", "mirror")  # where the data set's files come from, not what they hold
+
+
+def tuning_order(params: Params) -> list[str]:
+    """Every run the pipeline trains and the runs they inherit values from, each after its source."""
+    order: list[str] = []
+
+    def visit(run: str) -> None:
+        if run not in order:
+            if run in params.tune.inherit:
+                visit(params.tune.inherit[run])
+            order.append(run)
+
+    for run in all_runs(params):
+        visit(run)
+    return order
+
+
+def study_name(params: Params, run: str, inherited: dict[str, float] | None = None) -> str:
     """`<run>-<fingerprint>`: the fingerprint hashes every setting that changes what the run's trials measure
-    (data, backbone, the run's budget and its own section, the folds and seed, the search), and nothing else,
-    so another run's change or more trials leave the study as it is."""
-    settings = {"seed": params.seed, "data": to_dict(params.data), "backbone": to_dict(params.backbone),
+    (data but its file locations, backbone, the run's budget and its own section, the folds and seed, the search, the values it
+    inherits), and nothing else, so another run's change or more trials leave the study as it is."""
+    data = {k: v for k, v in to_dict(params.data).items() if k not in _LOCATIONS}
+    settings = {"seed": params.seed, "data": data, "backbone": to_dict(params.backbone),
                 "train": to_dict(run_train_config(params, run)), "run": to_dict(run_config(params, run)),
                 "folds": params.experiment.folds, "replicate_seed": params.experiment.seeds[0],
                 "tune": {"sampler": params.tune.sampler, "startup_trials": params.tune.startup_trials,
                          "space": to_dict(params.tune.spaces.get(run, {}))}}
+    if inherited:
+        settings["inherited"] = inherited
     digest = hashlib.sha256(json.dumps([run, settings], sort_keys=True, default=str).encode()).hexdigest()
     return f"{run}-{digest[:12]}"
 
@@ -81,9 +107,10 @@ def make_sampler(name: str, seed: int, startup_trials: int):
 
 
 def run_study(params: Params, run: str, objective: Callable[[dict[str, float]], float], storage: Path,
-              trials: int, progress: Callable[[int, dict, float], None] | None = None):
+              trials: int, progress: Callable[[int, dict, float], None] | None = None,
+              inherited: dict[str, float] | None = None):
     """Complete `trials` trials of `run`'s study in the journal file `storage`, resuming what it already
-    holds; returns the Optuna study."""
+    holds; returns the Optuna study. `params` has the `inherited` values applied already (they name the study)."""
     import optuna
     from optuna.storages import JournalStorage
     from optuna.storages.journal import JournalFileBackend
@@ -94,7 +121,7 @@ def run_study(params: Params, run: str, objective: Callable[[dict[str, float]], 
     if not space:
         raise ParamsError(f"tune.spaces.{run}: no search space for this run")
     storage.parent.mkdir(parents=True, exist_ok=True)
-    study = optuna.create_study(study_name=study_name(params, run), direction="maximize", load_if_exists=True,
+    study = optuna.create_study(study_name=study_name(params, run, inherited), direction="maximize", load_if_exists=True,
                                 storage=JournalStorage(JournalFileBackend(str(storage))))
     for stale in study.get_trials(deepcopy=False, states=(TrialState.RUNNING,)):
         log.info("%s: trial %d was interrupted; marked failed and redone", run, stale.number)

@@ -15,7 +15,7 @@ import pandas as pd
 from pipeline import ablation, numerics
 from pipeline.config import ParamsError
 from pipeline.io import read_json, write_text
-from pipeline.reporting import budgets, comparison, figures, index
+from pipeline.reporting import budgets, comparison, figures, index, tuning
 from pipeline.reporting.claims import claims_markdown, claims_table, paper_claims
 from pipeline.reporting.lanml_table import anml_table2, lanml_markdown
 from pipeline.reporting.reference import paper_dataset, read_published
@@ -23,9 +23,10 @@ from pipeline.reporting.subproblems import detail_markdown, read_subproblems, su
 from pipeline.reporting.tables import markdown_table, results_frame
 from pipeline.runs import (CCP_VARIANTS, all_runs, alternating_ccp_runs, ccp_runs, model_ids, parse_ccp_run,
                            run_train_config)
+from pipeline.tuning import tuning_order
 from stages._common import run
 
-FIGURES = ("validation_curves", "ccp_proxies_pool", "ccp_lambda", "profs_lambda", "profs_m",
+FIGURES = ("tuning_history", "validation_curves", "ccp_proxies_pool", "ccp_lambda", "profs_lambda", "profs_m",
            "ccp_loss_proxy_vs_ccp", "ccp_steps_per_projection", "ccp_subproblems", "spectrum")
 
 
@@ -70,6 +71,8 @@ def load(params, args) -> dict:
                   for d in params.lanml.datasets],
         "poc": read_json(_need(Path(args.poc), "proof-of-concept results", "run the poc stage")),
         "info": read_json(_need(Path(args.features) / "info.json", "feature cache info", "run the embed stage")),
+        "tuning": [read_json(_need(Path(args.tuning) / f"{r}.json", "tuning record", "run the tune stage"))
+                   for r in tuning_order(params)],
         "published": read_published(Path(args.reference)),
     }
 
@@ -87,7 +90,16 @@ def context_lines(params, inputs) -> str:
             f"- backbone: {inputs['info']['description']}\n"
             f"- training mode: {params.train.mode}, embedding {params.train.embedding_dim}-D, "
             f"{len(params.experiment.folds)} MLRC folds x {len(params.experiment.seeds)} replicate seeds "
-            f"({', '.join(map(str, params.experiment.seeds))})\n")
+            f"({', '.join(map(str, params.experiment.seeds))})\n"
+            f"- hyperparameters: {_tuned_line(inputs['tuning'])}\n")
+
+
+def _tuned_line(records: list[dict]) -> str:
+    tuned = [r["run"] for r in records if r["trials"]]
+    if not tuned:
+        return "as written in params.yaml (`tune.trials` 0; no run was tuned)"
+    return (f"tuned on the validation folds, never the test classes ({len(tuned)} studies of "
+            f"{max(r['trials'] for r in records)} trials; the values each run trained at: [tuning.md](tuning.md))")
 
 
 def write_results(params, inputs, out: Path, context: str) -> None:
@@ -223,8 +235,25 @@ def write_comparisons(params, inputs, out: Path, context: str) -> list[str]:
     return written
 
 
+def write_tuning(params, inputs, out: Path, context: str) -> None:
+    """reports/tuning.md: MLRC's tuning step per run (values used, written values, ranges, best validation MAP@R)."""
+    text = ("# Hyperparameters tuned on the validation folds (MLRC's step)\n\n" + context +
+            f"- each study: Optuna {params.tune.sampler.upper()} sampler, {params.tune.startup_trials} random trials "
+            "first, seeded; a trial trains the run on every MLRC fold with the first replicate seed at the same budget "
+            "rule as the final runs, and scores the mean over the folds of the best validation MAP@R; the test "
+            "classes are never read (pipeline/tuning.py)\n"
+            "- a family's variants share its loss keys: the base variant tunes them, the others train at them "
+            "(\"from\" rows) and search only their own keys (`tune.inherit`)\n"
+            "- the best validation MAP@R is the study's own selection, optimistic for the value it picked; the test "
+            "metrics of the runs trained at these values are in [results.md](results.md)\n"
+            "- the optimisation history: [figures/tuning_history.png](figures/tuning_history.png)\n\n"
+            + tuning.tuning_markdown(params, inputs["tuning"], params.report.decimals))
+    write_text(out / "tuning.md", text)
+
+
 def write_figures(params, inputs, out: Path) -> None:
     fig = out / "figures"
+    tuning.history_figure(inputs["tuning"], params.tune.startup_trials, fig / "tuning_history.png")
     figures.curves_figure(inputs["logs"], inputs["budgets"], fig / "validation_curves.png")
     abl, a = inputs["ablations"], params.ablation
     ccp, profs = abl["ccp"], abl["profs"]
@@ -329,6 +358,7 @@ def write_index(params, inputs, out: Path, context: str, tables: list[str], clai
             "## Tables\n\n- [results.md](results.md): every metric of every run (and results.csv)\n"
             "- [budgets.md](budgets.md): every run's best and stop epochs, sub-problems / projections, and the "
             "models cut while improving (and budgets.csv)\n"
+            "- [tuning.md](tuning.md): the hyperparameters each run trained at, tuned on the validation folds\n"
             f"{links}\n- [ccp_subproblems.md](ccp_subproblems.md): CCP sub-problem diagnostics\n"
             "- [lanml.md](lanml.md): LANML on UCI data beside ANML Table 2; "
             "[lanml_timing.md](lanml_timing.md): LANML and LMNN fit times (clock readings, the one output "
@@ -345,6 +375,7 @@ def main(params, args):
     write_results(params, inputs, out, context)
     claims = write_claims(params, inputs, out, context)
     write_budgets(params, inputs, out, context)
+    write_tuning(params, inputs, out, context)
     tables = write_comparisons(params, inputs, out, context)
     write_figures(params, inputs, out)
     write_subproblems(params, inputs, out, context)
@@ -363,6 +394,7 @@ def configure(p):
     p.add_argument("--poc", default="reports/ccp_poc.json")
     p.add_argument("--reference", default="reference/published.csv", help="the papers' numbers")
     p.add_argument("--features", default="data/features")
+    p.add_argument("--tuning", default="reports/tuning", help="tuning records of every run (tune)")
     p.add_argument("--out", default="reports")
 
 

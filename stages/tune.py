@@ -2,10 +2,11 @@
 
 For each run with a search space (`tune.spaces.<run>`) and `tune.trials` > 0, an Optuna study in
 `<studies>/<run>.journal` (kept between runs: the stage resumes it, DVC `persist`) is completed to
-`tune.trials` trials; the best trial's values go to `<out>/<run>.json`, the one file the run's train stage
-reads and depends on (so only a change of values retrains it). Every other run gets no values: it trains at
-params.yaml's values (`tune.trials: 0`, the default, keeps today's behaviour). `<records>/<run>.json` holds
-the search space, the best trial and every trial (the report's table and optimisation-history figure).
+`tune.trials` trials; the best trial's values, with those the run inherits (`tune.inherit`), go to
+`<out>/<run>.json`, the one file the run's train stage reads and depends on (so only a change of values
+retrains it). A run without a space trains at the values it inherits, or at params.yaml's (`tune.trials: 0`,
+the default, keeps today's behaviour). `<records>/<run>.json` holds the search space, the inherited values,
+the best trial and every trial (the report's table and optimisation-history figure).
 """
 
 import logging
@@ -13,31 +14,40 @@ from pathlib import Path
 
 from pipeline.config import to_dict
 from pipeline.io import atomic_path, write_json
-from pipeline.runs import all_runs
-from pipeline.tuning import completed_trials, run_study, study_name, validation_objective
+from pipeline.tuning import apply_values, completed_trials, run_study, study_name, tuning_order, validation_objective
 from stages._common import run
 
 log = logging.getLogger("stages.tune")
 
 
-def record(params, name: str, studies: Path, data: str, features: str) -> dict:
+def record(params, name: str, inherited: dict, studies: Path, data: str, features: str) -> dict:
     space = params.tune.spaces.get(name, {})
-    base = {"run": name, "space": to_dict(space), "trials": 0, "values": {}, "best_val_map_at_r": None, "history": []}
+    base = {"run": name, "space": to_dict(space), "inherits": params.tune.inherit.get(name), "inherited": inherited,
+            "trials": 0, "values": dict(inherited), "best_val_map_at_r": None, "history": []}
     if not (params.tune.trials and space):
         return base
-    study = run_study(params, name, validation_objective(params, name, data, features), studies / f"{name}.journal",
+    fixed = apply_values(params, inherited, source=f"values {name} inherits") if inherited else params
+    log.info("%s: %d trials over %s%s", name, params.tune.trials, ", ".join(space),
+             f" at {base['inherits']}'s {inherited}" if inherited else "")
+    study = run_study(fixed, name, validation_objective(fixed, name, data, features), studies / f"{name}.journal",
                       params.tune.trials, progress=lambda n, values, value: log.info(
-                          "%s: trial %d validation MAP@R %.4f at %s", name, n, value, values))
+                          "%s: trial %d validation MAP@R %.4f at %s", name, n, value, values), inherited=inherited)
     history = completed_trials(study)
     best = max(history, key=lambda t: t["val_map_at_r"])  # the first of equal ones
-    return {**base, "study": study_name(params, name), "trials": len(history), "values": best["values"],
-            "best_trial": best["trial"], "best_val_map_at_r": best["val_map_at_r"], "history": history}
+    return {**base, "study": study_name(fixed, name, inherited), "trials": len(history),
+            "values": {**inherited, **best["values"]}, "best_trial": best["trial"],
+            "best_val_map_at_r": best["val_map_at_r"], "history": history}
 
 
 def main(params, args):
     studies = Path(args.studies)
     studies.mkdir(parents=True, exist_ok=True)
-    records = [record(params, name, studies, args.data, args.features) for name in all_runs(params)]
+    records: dict[str, dict] = {}
+    for name in tuning_order(params):  # a run's source first: its values are fixed in the run's study
+        source = params.tune.inherit.get(name)
+        inherited = records[source]["values"] if source else {}
+        records[name] = record(params, name, inherited, studies, args.data, args.features)
+    records = list(records.values())
     with atomic_path(args.out) as out, atomic_path(args.records) as full:
         for folder in (out, full):
             folder.mkdir()

@@ -47,7 +47,7 @@ def repo(tmp_path_factory):
 
 
 RUNS = ("ms", "proxy_anchor", "c2_loss_proxy", "c2_ccp", "ms_plain", "ms_profs_hncm")
-FIGURES = ("validation_curves", "ccp_proxies_pool", "ccp_lambda", "profs_lambda", "profs_m", "ccp_loss_proxy_vs_ccp",
+FIGURES = ("tuning_history", "validation_curves", "ccp_proxies_pool", "ccp_lambda", "profs_lambda", "profs_m", "ccp_loss_proxy_vs_ccp",
            "ccp_steps_per_projection", "ccp_subproblems", "spectrum", "ccp_poc")
 
 
@@ -85,7 +85,9 @@ def test_repro_builds_every_output(repo):
     assert "**not run**" in claims  # the tiny config trains no batch run, no ANML pair: listed, not dropped
     assert "bootstrap over test classes and models" in claims
     budgets = (reports / "budgets.md").read_text()
-    assert all(f"| {run} | 2 / 3 |" in budgets for run in RUNS)  # the tiny config's patience / max epochs
+    assert all(f"| {run} | 2 / 3 |" in budgets for run in RUNS)
+    assert "No run was tuned (`tune.trials` is 0" in (reports / "tuning.md").read_text()
+    assert "as written in params.yaml (`tune.trials` 0" in claims  # the tiny config's patience / max epochs
     assert (reports / "per_class" / "c2_ccp.csv").read_text().startswith("class,queries,fold_0_seed_0:map_at_r,")
     assert all(f"figures/{name}.png" in index for name in FIGURES)
     assert len((reports / "ablations" / "ccp.csv").read_text().splitlines()) == 1 + 4 + 2

@@ -14,6 +14,7 @@ from pipeline.experiment import train_fold
 from pipeline.features import FeatureCache
 from pipeline.tuning import apply_values, completed_trials, run_study, study_name
 from tests.conftest import merge
+from tests.test_stages import run_stage
 
 SPACE = {"baselines.ms.loss.alpha": {"low": 0.01, "high": 100.0, "log": True},
          "baselines.ms.loss.base": {"low": 0.0, "high": 1.0},
@@ -53,6 +54,20 @@ def test_bad_search_spaces_name_the_key(tiny_dict, dim, message):
         params_from_dict(merge(tiny_dict, {"tune": {"spaces": {"ms": dim}}}))
 
 
+@pytest.mark.parametrize("inherit,spaces,message", [
+    ({"c2_ccp": "c2_ccp"}, {}, r"tune.inherit.c2_ccp: inherits from itself \(c2_ccp -> c2_ccp\)"),
+    ({"c2_ccp": "c2_batch", "c2_batch": "c2_ccp"}, {}, "inherits from itself"),
+    ({"c2_ccp": "c2_batch"}, {"c2_batch": {"ccp.lambda": {"low": 0.1, "high": 1.0}},
+                              "c2_ccp": {"ccp.lambda": {"low": 0.1, "high": 1.0}}},
+     r"tune.inherit.c2_ccp: c2_ccp -> c2_batch search the same key twice \(ccp.lambda\)"),
+])
+def test_inheritance_is_a_forest_of_disjoint_searches(tiny_dict, inherit, spaces, message):
+    raw = merge(tiny_dict, {})
+    raw["tune"].update(inherit=inherit, spaces=spaces)
+    with pytest.raises(ParamsError, match=message):
+        params_from_dict(raw)
+
+
 def test_the_same_params_give_the_same_trials_and_a_resumed_study_the_same_as_an_uninterrupted_one(tune_params, tmp_path):
     whole = completed_trials(run_study(tune_params, "ms", bowl, tmp_path / "a.journal", trials=14))
     assert len(whole) == 14
@@ -78,6 +93,10 @@ def test_changed_settings_start_a_new_study_and_more_trials_continue_one(tune_pa
     assert study_name(faster, "ms") != study_name(tune_params, "ms")
     other_run = dataclasses.replace(tune_params, ccp=dataclasses.replace(tune_params.ccp, lambda_=0.03))
     assert study_name(other_run, "ms") == study_name(tune_params, "ms")
+    moved = dataclasses.replace(tune_params, data=dataclasses.replace(tune_params.data, download_dir="/elsewhere"))
+    assert study_name(moved, "ms") == study_name(tune_params, "ms")  # where the files are is not what they hold
+    assert study_name(tune_params, "ms", {"ccp.c2.beta": 0.3}) != study_name(tune_params, "ms", {"ccp.c2.beta": 0.4})
+    assert study_name(tune_params, "ms", {}) == study_name(tune_params, "ms")
     assert study_name(other_run, "c2_ccp") != study_name(tune_params, "c2_ccp")
     assert study_name(tune_params, "danml") != study_name(tune_params, "ms")
 
@@ -103,16 +122,18 @@ def test_tuning_never_reads_the_test_classes(tune_params, tiny_data):
 
 
 def test_the_tune_stage_records_every_run_and_train_applies_the_best_values(tmp_path, tiny_dict):
-    """Stages end to end on the tiny data: `tune` searches `ms` (3 trials), records no values for the run
-    without a space, and `train --tuned` trains ms at the best trial's alpha (written beside its results)."""
+    """Stages end to end on the tiny data: `tune` searches `ms` (3 trials), the unconfigured c2_batch whose values
+    c2_loss_proxy and c2_ccp inherit, and c2_ccp's own lambda with those values fixed; records no values for a
+    run without a space; and `train --tuned` trains ms at the best trial's alpha (written beside its results)."""
     from pipeline.io import read_json
     from tests.conftest import write_params
-    from tests.test_stages import run_stage
 
     space = {"baselines.ms.loss.alpha": {"low": 0.5, "high": 8.0, "log": True}}
-    params = write_params(tmp_path / "params.yaml", merge(tiny_dict, {
-        "experiment": {"methods": ["ms", "proxy_anchor"], "seeds": [0]},
-        "tune": {"trials": 3, "startup_trials": 2, "spaces": {"ms": space}}}))
+    raw = merge(tiny_dict, {"experiment": {"methods": ["ms", "proxy_anchor"], "seeds": [0]},
+                            "profs": {"losses": []}, "tune": {"trials": 3, "startup_trials": 2}})
+    raw["tune"]["spaces"] = {"ms": space, "c2_batch": {"ccp.c2.beta": {"low": 0.3, "high": 0.6}},
+                             "c2_ccp": {"ccp.lambda": {"low": 1e-5, "high": 1e-2, "log": True}}}
+    params = write_params(tmp_path / "params.yaml", raw)
     prepared, features, tuned, records = (tmp_path / name for name in ("prepared", "features", "tuned", "records"))
     tune_args = ("--data", prepared, "--features", features, "--studies", tmp_path / "studies", "--out", tuned,
                  "--records", records)
@@ -120,7 +141,7 @@ def test_the_tune_stage_records_every_run_and_train_applies_the_best_values(tmp_
                          ("tune", tune_args)):
         done = run_stage(module, params, *map(str, args))
         assert done.returncode == 0, done.stderr
-    assert done.stderr.count("validation MAP@R") == 3  # one log line per trial
+    assert done.stderr.count("validation MAP@R") == 9  # one log line per trial: ms, c2_batch, c2_ccp
     ms, other = read_json(records / "ms.json"), read_json(records / "proxy_anchor.json")
     assert read_json(tuned / "ms.json") == {"run": "ms", "values": ms["values"]}  # what train reads: values only
     assert read_json(tuned / "proxy_anchor.json") == {"run": "proxy_anchor", "values": {}}
@@ -129,11 +150,47 @@ def test_the_tune_stage_records_every_run_and_train_applies_the_best_values(tmp_
     assert ms["values"] == best["values"] and 0.5 <= ms["values"]["baselines.ms.loss.alpha"] <= 8.0
     assert ms["best_val_map_at_r"] == best["val_map_at_r"] and ms["space"] == {k: {**v, "integer": False} for k, v in space.items()}
     assert other["trials"] == 0 and other["values"] == {}
-    # a second tune resumes the finished study: no trial is trained again, the record is the same
+    # inheritance: Loss-Proxy trains at c2_batch's beta; c2_ccp searched lambda with that beta fixed
+    batch, proxy, ccp = (read_json(records / f"{run}.json") for run in ("c2_batch", "c2_loss_proxy", "c2_ccp"))
+    assert set(batch["values"]) == {"ccp.c2.beta"} and batch["trials"] == 3
+    assert proxy["trials"] == 0 and proxy["inherits"] == "c2_batch" and proxy["values"] == batch["values"]
+    assert ccp["inherited"] == batch["values"] and ccp["trials"] == 3
+    assert ccp["values"] == {**batch["values"], **max(ccp["history"], key=lambda t: t["val_map_at_r"])["values"]}
+    assert read_json(tuned / "c2_ccp.json")["values"] == ccp["values"]
+    # a second tune resumes the finished studies: no trial is trained again, the records are the same
     again = run_stage("tune", params, *map(str, tune_args))
     assert again.returncode == 0 and "validation MAP@R" not in again.stderr and read_json(records / "ms.json") == ms
+    assert read_json(records / "c2_ccp.json") == ccp
     done = run_stage("train", params, "--method", "ms", "--data", str(prepared), "--features", str(features),
                      "--out", str(tmp_path / "models"), "--train-logs", str(tmp_path / "logs"), "--tuned", str(tuned / "ms.json"))
     assert done.returncode == 0, done.stderr
     summary = read_json(tmp_path / "models" / "fold-0-seed-0" / "summary.json")
     assert summary["params"]["loss"]["alpha"] == ms["values"]["baselines.ms.loss.alpha"]
+
+
+def test_the_tuning_report_shows_used_written_and_inherited_values(tiny_params, tmp_path):
+    from pipeline.reporting.tuning import history_figure, tuning_frame, tuning_markdown
+
+    space = {"ccp.c2.beta": {"low": 0.3, "high": 0.6, "log": False, "integer": False}}
+    history = [{"trial": 0, "val_map_at_r": 0.41, "values": {"ccp.c2.beta": 0.5}},
+               {"trial": 1, "val_map_at_r": 0.45, "values": {"ccp.c2.beta": 0.35}}]
+    records = [
+        {"run": "c2_batch", "space": space, "inherits": None, "inherited": {}, "trials": 2,
+         "values": {"ccp.c2.beta": 0.35}, "best_trial": 1, "best_val_map_at_r": 0.45, "history": history},
+        {"run": "c2_ccp", "space": {}, "inherits": "c2_batch", "inherited": {"ccp.c2.beta": 0.35}, "trials": 0,
+         "values": {"ccp.c2.beta": 0.35}, "best_val_map_at_r": None, "history": []},
+        {"run": "ms", "space": {}, "inherits": None, "inherited": {}, "trials": 0, "values": {},
+         "best_val_map_at_r": None, "history": []}]
+    frame = tuning_frame(tiny_params, records)
+    assert frame[["run", "key", "written", "used", "range", "trials"]].values.tolist() == [
+        ["c2_batch", "ccp.c2.beta", 0.19205, 0.35, "[0.3, 0.6]", 2],
+        ["c2_ccp", "ccp.c2.beta", 0.19205, 0.35, "from `c2_batch`", 0]]
+    assert frame.best_val_map_at_r.iloc[0] == pytest.approx(45.0) and np.isnan(frame.best_val_map_at_r.iloc[1])
+    text = tuning_markdown(tiny_params, records, 2)
+    assert "| `c2_batch` | `ccp.c2.beta` | 0.192 | **0.35** | [0.3, 0.6] | 45.00 | 2 (1) |" in text
+    assert "| `c2_ccp` | `ccp.c2.beta` | 0.192 | **0.35** | from `c2_batch` |  |  |" in text
+    assert text.endswith("no search space and nothing inherited): `ms`.\n")
+    assert tuning_markdown(tiny_params, records[2:], 2).startswith("No run was tuned")
+    history_figure(records, 1, tmp_path / "history.png")
+    history_figure(records[2:], 1, tmp_path / "none.png")
+    assert (tmp_path / "history.png").stat().st_size > 10_000 and (tmp_path / "none.png").is_file()

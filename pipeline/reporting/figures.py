@@ -40,10 +40,10 @@ def poc_figure(runs: dict[str, dict], path: Path) -> None:
     labels.append("next proxy (K-center)")
     fig.legend(handles, labels, loc="lower center", ncol=min(12, 6 * len(runs)), markerscale=2, fontsize=9)
     fig.suptitle("CCP proof of concept (CCP Fig. 2): 2-D embeddings of the ten digit classes, training samples")
-    _save(fig, path, rect=(0, 0.1, 1, 0.93))
+    save(fig, path, rect=(0, 0.1, 1, 0.93))
 
 
-def _save(fig, path: Path, rect=(0, 0, 1, 1)) -> None:
+def save(fig, path: Path, rect=(0, 0, 1, 1)) -> None:
     """Lay out (within `rect` of the figure), write the PNG under a temporary name, rename, close."""
     fig.tight_layout(rect=rect)
     with atomic_path(path) as tmp:
@@ -81,7 +81,7 @@ def sweep_figure(table, x: str, title: str, path: Path, series: str | None = Non
     ax.set_title(title, fontsize=10)
     ax.grid(alpha=0.3)
     ax.legend(fontsize=8)
-    _save(fig, path)
+    save(fig, path)
 
 
 def variants_figure(frame, losses: list[str], variants: list[str], path: Path, title: str) -> None:
@@ -100,14 +100,14 @@ def variants_figure(frame, losses: list[str], variants: list[str], path: Path, t
     ax.set_title(title, fontsize=10)
     ax.legend(title="variant", fontsize=8)
     ax.grid(axis="y", alpha=0.3)
-    _save(fig, path)
+    save(fig, path)
 
 
 def _nothing_to_show(path: Path, text: str) -> None:
     fig, ax = plt.subplots(figsize=(7.0, 2.0))
     ax.axis("off")
     ax.text(0.5, 0.5, text, ha="center", va="center", fontsize=11)
-    _save(fig, path)
+    save(fig, path)
 
 
 NO_ALTERNATING_RUN = "no CCP run with re-initialised proxies (variant ccp or sample_ccp) in ccp.alternating"
@@ -125,7 +125,7 @@ def steps_figure(rows, path: Path) -> None:
     ax.set_title(f"Steps per projection problem (CCP Fig. 4b): {len(rows)} sub-problems, "
                  f"median {rows.steps.median():.0f} steps", fontsize=10)
     ax.legend(fontsize=8)
-    _save(fig, path)
+    save(fig, path)
 
 
 def subproblems_figure(rows, path: Path) -> None:
@@ -148,7 +148,7 @@ def subproblems_figure(rows, path: Path) -> None:
     for ax in (left, right):
         ax.grid(alpha=0.3)
         ax.legend(fontsize=7)
-    _save(fig, path)
+    save(fig, path)
 
 
 def spectrum_figure(spectra: dict, decay: dict, path: Path) -> None:
@@ -164,7 +164,7 @@ def spectrum_figure(spectra: dict, decay: dict, path: Path) -> None:
                  "mean over the models", fontsize=10)
     ax.grid(alpha=0.3, which="both")
     ax.legend(fontsize=8)
-    _save(fig, path)
+    save(fig, path)
 
 
 def curves_figure(logs, models, path: Path, columns: int = 6) -> None:
@@ -189,4 +189,4 @@ def curves_figure(logs, models, path: Path, columns: int = 6) -> None:
         ax.set_xlabel("epoch")
     fig.suptitle("Validation MAP@R per epoch, one line per fold x seed model (dot: best epoch; red: stopped "
                  "before its patience ran out)", fontsize=11)
-    _save(fig, path, rect=(0, 0, 1, 0.97))
+    save(fig, path, rect=(0, 0, 1, 0.97))

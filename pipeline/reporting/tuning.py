@@ -1,0 +1,89 @@
+"""reports/tuning.md and figures/tuning_history.png: what MLRC's tuning step chose, from reports/tuning/<run>.json."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from pipeline.config import Params, to_dict
+from pipeline.reporting.figures import plt, save
+
+
+def written_value(params: Params, key: str):
+    """The value params.yaml gives a dotted key (presets applied), the one a run trains at without tuning."""
+    node = to_dict(params)
+    for part in key.split("."):
+        node = node[part]
+    return node
+
+
+def _range(dim: dict) -> str:
+    kind = "int " if dim["integer"] else ("log " if dim["log"] else "")
+    return f"{kind}[{dim['low']:g}, {dim['high']:g}]"
+
+
+def tuning_frame(params: Params, records: list[dict]) -> pd.DataFrame:
+    """One row per run and tuned or inherited key: the written and the used value, the range, the study's best."""
+    rows = []
+    for r in records:
+        best = None if r["best_val_map_at_r"] is None else 100 * r["best_val_map_at_r"]
+        for key, value in r["values"].items():
+            own = key in r["space"] and r["trials"] > 0
+            rows.append({"run": r["run"], "key": key, "written": written_value(params, key), "used": value,
+                         "range": _range(r["space"][key]) if own else f"from `{r['inherits']}`",
+                         "best_val_map_at_r": best if own else np.nan,
+                         "trials": r["trials"] if own else 0, "best_trial": r.get("best_trial") if own else None})
+    return pd.DataFrame(rows, columns=["run", "key", "written", "used", "range", "best_val_map_at_r", "trials",
+                                       "best_trial"])
+
+
+def tuning_markdown(params: Params, records: list[dict], decimals: int) -> str:
+    """The table per data set, and the runs that trained at params.yaml's values."""
+    frame = tuning_frame(params, records)
+    untuned = [r["run"] for r in records if not r["values"]]
+    if frame.empty:
+        return ("No run was tuned (`tune.trials` is 0 or no run has a space): every run trained at params.yaml's "
+                "values.\n")
+    lines = ["| run | key | params.yaml | tuned (used) | search range | best val MAP@R (%) | trials (best at) |",
+             "|---|---|---|---|---|---|---|"]
+    previous = None
+    for row in frame.itertuples():
+        first = row.run != previous
+        previous = row.run
+        score = f"{row.best_val_map_at_r:.{decimals}f}" if np.isfinite(row.best_val_map_at_r) else ""
+        trials = f"{row.trials} ({int(row.best_trial)})" if row.trials else ""
+        lines.append(f"| {'`' + row.run + '`' if first else ''} | `{row.key}` | {row.written:.4g} | **{row.used:.4g}** "
+                     f"| {row.range} | {score} | {trials} |")
+    text = "\n".join(lines) + "\n"
+    if untuned:
+        text += ("\nTrained at params.yaml's values (no search space and nothing inherited): "
+                 + ", ".join(f"`{r}`" for r in untuned) + ".\n")
+    return text
+
+
+def history_figure(records: list[dict], startup_trials: int, path: Path) -> None:
+    """Validation MAP@R of every trial and the best so far, one panel per tuned run (Optuna's history plot)."""
+    tuned = [r for r in records if r["history"]]
+    cols = min(4, max(1, len(tuned)))
+    rows = max(1, -(-len(tuned) // cols))
+    fig, axes = plt.subplots(rows, cols, figsize=(4.2 * cols, 3.0 * rows), squeeze=False)
+    for ax in axes.flat[len(tuned):]:
+        ax.axis("off")
+    if not tuned:
+        axes[0][0].text(0.5, 0.5, "no run was tuned (tune.trials = 0):\nevery run trained at params.yaml's values",
+                        ha="center", va="center")
+    for ax, r in zip(axes.flat, tuned):
+        values = 100 * np.array([t["val_map_at_r"] for t in r["history"]])
+        trials = np.arange(len(values))
+        ax.scatter(trials, values, s=12, color="tab:blue", label="trial")
+        ax.step(trials, np.maximum.accumulate(values), where="post", color="tab:red", label="best so far")
+        ax.axvline(min(startup_trials, len(values)) - 0.5, color="grey", ls=":", lw=0.8)
+        ax.set_title(r["run"], fontsize=10)
+        ax.set_xlabel("trial (dotted: random start ends)", fontsize=8)
+        ax.set_ylabel("val MAP@R (%)", fontsize=8)
+    if tuned:
+        axes.flat[0].legend(fontsize=7, loc="lower right")
+    fig.suptitle("MLRC's tuning step: mean validation MAP@R over the folds per trial", fontsize=11)
+    save(fig, path, rect=(0, 0, 1, 0.96))
