@@ -68,10 +68,11 @@ def history_figure(records: list[dict], startup_trials: int, path: Path) -> None
     tuned = [r for r in records if r["history"]]
     cols = min(4, max(1, len(tuned)))
     rows = max(1, -(-len(tuned) // cols))
-    fig, axes = plt.subplots(rows, cols, figsize=(4.2 * cols, 3.0 * rows), squeeze=False)
+    fig, axes = plt.subplots(rows, cols, figsize=(max(8.0, 4.2 * cols), 3.0 * rows), squeeze=False)
     for ax in axes.flat[len(tuned):]:
         ax.axis("off")
     if not tuned:
+        axes[0][0].axis("off")
         axes[0][0].text(0.5, 0.5, "no run was tuned (tune.trials = 0):\nevery run trained at params.yaml's values",
                         ha="center", va="center")
     for ax, r in zip(axes.flat, tuned):
