@@ -23,8 +23,10 @@ CPUs; none of the default runs uses them (the angular losses' ``atan`` would).
 `pin` fixes every one of those choices to code that every x86-64-v2 CPU runs (numpy 2.4's own floor),
 and the thread counts to a number that does not depend on the machine. It must run before numpy,
 torch or faiss load: ``pipeline/__init__.py`` calls it, so every stage (``stages/__init__.py``
-imports ``pipeline`` first), every spawned worker and every test goes through it. faiss chooses its
-SIMD level at run time, so `faiss` (below) is the one way this project imports it.
+imports ``pipeline`` first), every spawned worker and every test goes through it. faiss is the exception
+that needs no pinning: `faiss` (below), the one way this project imports it, lets it run its fastest
+kernels, because the nearest-neighbour search re-ranks faiss's float32 candidates exactly
+(pipeline/evaluation/knn.py) and k-means is computed without it (pipeline/evaluation/clustering.py).
 
 Environment:
 - ``DML_THREADS``: threads per process for torch, OpenMP, MKL, OpenBLAS and faiss (default 1; the
@@ -55,7 +57,7 @@ THREAD_VARIABLES = ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS"
 PINNED = {
     "MKL_CBWR": "COMPATIBLE",  # MKL (torch's BLAS / LAPACK): conditional numerical reproducibility, SSE2 branch
     "ATEN_CPU_CAPABILITY": "default",  # torch's own CPU kernels: the generic build, not the AVX2 / AVX-512 ones
-    "OPENBLAS_CORETYPE": "Nehalem",  # OpenBLAS in numpy, scipy and faiss: SSE4.2 kernels (all three accept it)
+    "OPENBLAS_CORETYPE": "Nehalem",  # OpenBLAS in numpy and scipy: SSE4.2 kernels (faiss: see `faiss`)
     # numpy's SIMD loops above its x86-64-v2 baseline (numpy 2.4 group names; absent ones are ignored)
     "NPY_DISABLE_CPU_FEATURES": "X86_V3 X86_V4 AVX512_ICL AVX512_SPR",
     "ONEDNN_MAX_CPU_ISA": "SSE41",  # oneDNN (torch's CPU convolutions)
@@ -144,17 +146,24 @@ def settings() -> dict[str, str]:
     """What is in force in this process, for the reports."""
     keys = (*THREAD_VARIABLES, *(() if native() else PINNED))
     out = {k: os.environ.get(k, "") for k in keys}
-    out["faiss SIMD level"] = "native" if native() else "NONE (faiss.SIMDConfig)"
+    out["faiss"] = "native kernels, candidates re-ranked exactly in float64"
     out["torch sqrt"] = _sqrt_status
     out[NATIVE_SWITCH] = "1" if native() else "0"
     return out
 
 
 def faiss():
-    """faiss with its SIMD level and thread count pinned (it dispatches per CPU at run time)."""
+    """faiss at the CPU's own speed: its SIMD level and its own OpenBLAS's kernels are left to the CPU, since
+    nothing it returns is used before an exact re-ranking (pipeline/evaluation/knn.py), so its kernels cannot
+    change a result. Its thread count is the process's (``DML_THREADS``)."""
+    if "faiss" not in sys.modules:  # faiss's bundled OpenBLAS reads its core type once, when it loads
+        pinned = os.environ.pop("OPENBLAS_CORETYPE", None)
+        try:
+            import faiss as _faiss  # noqa: F401
+        finally:
+            if pinned is not None:
+                os.environ["OPENBLAS_CORETYPE"] = pinned
     import faiss as _faiss
 
-    if not native():
-        _faiss.SIMDConfig.set_level(_faiss.SIMDLevel_NONE)
     _faiss.omp_set_num_threads(threads())
     return _faiss

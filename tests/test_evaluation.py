@@ -11,8 +11,8 @@ from pytorch_metric_learning.utils.accuracy_calculator import AccuracyCalculator
 from sklearn.metrics import normalized_mutual_info_score
 
 from pipeline.config import EvalConfig
-from pipeline.evaluation.clustering import clustering_metrics, kmeans_labels, pair_f1
-from pipeline.evaluation.knn import nearest_neighbours
+from pipeline.evaluation.clustering import clustering_metrics, initial_rows, kmeans_labels, pair_f1
+from pipeline.evaluation.knn import exact_sq_distances, float32_error_bound, nearest_neighbours
 from pipeline.evaluation.protocol import evaluate_embeddings, l2_normalize, mlrc_protocol
 from pipeline.evaluation.retrieval import map_at_r, neighbour_depth, retrieval_metrics
 
@@ -104,12 +104,27 @@ def test_agrees_with_pytorch_metric_learning(seed):
     assert ours["map_at_r"] == pytest.approx(ref["mean_average_precision_at_r"], abs=1e-6)
 
 
-def test_nmi_agrees_with_pytorch_metric_learning():
-    x, y = _random_set(5, singletons=0)
-    ref = AccuracyCalculator(include=("NMI",), device=torch.device("cpu")).get_accuracy(x, y)["NMI"]
-    # PML clusters with faiss k-means, 20 iterations, faiss's default seed 1234
-    clusters = kmeans_labels(x, len(np.unique(y)), seed=1234, niter=20)
-    assert normalized_mutual_info_score(y, clusters) == pytest.approx(ref, abs=1e-6)
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_kmeans_is_lloyds_algorithm_as_scikit_learn_runs_it(seed):
+    """From the same initial rows, scikit-learn's Lloyd iterations end in the same clusters."""
+    from sklearn.cluster import KMeans
+
+    x, y = _random_set(seed, singletons=0)
+    k = len(np.unique(y))
+    ours = kmeans_labels(x, k, seed=seed, niter=50)
+    init = x[initial_rows(len(x), k, seed)].astype(np.float64)
+    ref = KMeans(k, init=init, n_init=1, max_iter=50, tol=0.0, algorithm="lloyd").fit(x.astype(np.float64))
+    assert np.array_equal(ours, ref.labels_)
+
+
+def test_kmeans_relocates_an_empty_cluster_to_the_farthest_row():
+    from pipeline.evaluation.clustering import _centroids
+
+    x = np.array([[0.0], [0.0], [1.0], [10.0], [11.0], [30.0]], dtype=np.float32)
+    assign = np.array([0, 0, 0, 0, 0, 0])
+    dist = np.array([1.0, 1.0, 0.0, 81.0, 100.0, 841.0])
+    c = _centroids(x.astype(np.float64), assign, dist, 3)
+    assert c[:, 0].tolist() == [pytest.approx(52 / 6), 30.0, 11.0]  # the farthest rows, farthest first
 
 
 def test_nmi_on_separable_clusters_is_one_for_any_seed():
@@ -273,3 +288,107 @@ def test_query_gallery_by_hand():
     m = retrieval_metrics(nn, np.array([0]), [1, 2], gallery_labels=np.array([0, 1, 0]))
     # R = 2 gallery items of class 0; ranks: miss, hit, hit -> P@1 0, R-precision 1/2, MAP@R (1/2)(0 + 1/2) = 1/4
     assert (m["precision_at_1"], m["r_precision"], m["map_at_r"], m["recall_at_2"]) == (0.0, 0.5, 0.25, 1.0)
+
+
+# ---- exact kNN (issue 24): the same lists as a float64 brute force on adversarial inputs
+
+
+def brute_force(x: np.ndarray, k: int, queries: np.ndarray | None = None):
+    """Every distance in float64 (the same formula), ranked by (distance, index), self left out."""
+    q = x if queries is None else queries
+    everything = np.broadcast_to(np.arange(len(x)), (len(q), len(x)))
+    d = exact_sq_distances(q.astype(np.float64), x.astype(np.float64), np.ascontiguousarray(everything))
+    if queries is None:
+        d[np.arange(len(x)), np.arange(len(x))] = np.inf
+    order = np.lexsort((everything, d), axis=1)[:, :k]
+    return order, np.take_along_axis(d, order, axis=1)
+
+
+def adversarial(rng, n: int, dim: int, kind: str) -> np.ndarray:
+    """Points built to make a float32 ranking disagree with the exact one (or to tie exactly)."""
+    if kind == "duplicates":  # exact copies: ties at distance 0, the query's twins
+        return np.repeat(rng.normal(size=(max(1, n // 4), dim)), 4, axis=0)[:n].astype(np.float32)
+    if kind == "lattice":  # many exact ties at equal distances
+        return rng.integers(-2, 3, size=(n, dim)).astype(np.float32)
+    if kind == "near_ties":  # unit vectors 1-2 float32 ulps apart: ties at float32 resolution
+        base = rng.normal(size=(max(1, n // 8), dim))
+        base /= np.linalg.norm(base, axis=1, keepdims=True)
+        x = np.repeat(base, 8, axis=0)[:n].astype(np.float32)
+        step = rng.integers(-1, 2, size=x.shape)  # one ulp down, none, one ulp up, per coordinate
+        moved = np.nextafter(x, np.where(step > 0, np.inf, -np.inf).astype(np.float32))
+        return np.where(step == 0, x, moved).astype(np.float32)
+    return (rng.normal(size=(n, dim)) * 10.0 ** rng.uniform(-3, 3)).astype(np.float32)  # any scale
+
+
+@settings(max_examples=60, deadline=None)
+@given(seed=st.integers(0, 2**32 - 1), n=st.integers(3, 120), dim=st.sampled_from([1, 2, 7, 64, 128]),
+       kind=st.sampled_from(["duplicates", "lattice", "near_ties", "scaled"]), data=st.data())
+def test_exact_knn_equals_a_float64_brute_force(seed, n, dim, kind, data):
+    x = adversarial(np.random.default_rng(seed), n, dim, kind)
+    k = data.draw(st.integers(1, len(x) - 1))
+    chunk = data.draw(st.sampled_from([1, 5, 4096]))
+    got_i, got_d = nearest_neighbours(x, k, chunk=chunk)
+    want_i, want_d = brute_force(x, k)
+    assert np.array_equal(got_i, want_i) and np.array_equal(got_d, want_d)
+
+
+@settings(max_examples=30, deadline=None)
+@given(seed=st.integers(0, 2**32 - 1), n=st.integers(2, 80), dim=st.sampled_from([1, 3, 128]),
+       kind=st.sampled_from(["duplicates", "lattice", "near_ties", "scaled"]), data=st.data())
+def test_exact_gallery_knn_equals_a_float64_brute_force(seed, n, dim, kind, data):
+    rng = np.random.default_rng(seed)
+    x = adversarial(rng, n, dim, kind)
+    queries = np.concatenate([x[: max(1, n // 3)], adversarial(rng, 5, dim, kind)])  # some queries in the gallery
+    k = data.draw(st.integers(1, len(x)))
+    got_i, got_d = nearest_neighbours(x, k, queries=queries)
+    want_i, want_d = brute_force(x, k, queries)
+    assert np.array_equal(got_i, want_i) and np.array_equal(got_d, want_d)
+
+
+def test_the_float32_bound_holds_for_faiss_distances():
+    """faiss's float32 distances lie within the bound of the float64 ones (the premise of the candidate check)."""
+    from pipeline.numerics import faiss
+
+    rng = np.random.default_rng(3)
+    for scale in (1e-3, 1.0, 1e3):
+        x = (rng.normal(size=(500, 128)) * scale).astype(np.float32)
+        index = faiss().IndexFlatL2(128)
+        index.add(x)
+        d32, i = index.search(x[:100], 500)
+        d64 = exact_sq_distances(x[:100].astype(np.float64), x.astype(np.float64), i)
+        norms = np.linalg.norm(x.astype(np.float64), axis=1)
+        bound = float32_error_bound(norms[:100], norms.max(), 128)
+        assert (np.abs(d32 - d64) <= bound[:, None] / 2).all()  # the half used as the proven bound
+        assert (np.abs(d32 - d64) > 0).any()  # float32 is not exact here, so the check can fail
+
+
+def test_a_float32_ranking_would_differ_on_near_ties():
+    """The inputs above do reach the case the exact pass is for: faiss's own float32 order (ties by index)
+    is not the exact one on near ties, so the brute-force comparisons can fail."""
+    from pipeline.numerics import faiss
+
+    x = adversarial(np.random.default_rng(1), 4000, 128, "near_ties")
+    index = faiss().IndexFlatL2(128)
+    index.add(x)
+    d32, i32 = index.search(x, 9)
+    order = np.lexsort((i32, d32), axis=1)
+    float32_lists = np.take_along_axis(i32, order, axis=1)
+    exact, _ = brute_force(x, 9)
+    exact_with_self = np.concatenate([np.arange(len(x))[:, None], exact], axis=1)  # self at distance 0 first
+    assert not np.array_equal(np.sort(float32_lists, axis=1), np.sort(exact_with_self, axis=1)) or \
+        not np.array_equal(float32_lists, exact_with_self)
+
+
+def test_threads_do_not_change_the_lists():
+    x = adversarial(np.random.default_rng(5), 2000, 32, "near_ties")
+    one, _ = nearest_neighbours(x, 12, threads=1)
+    two, _ = nearest_neighbours(x, 12, threads=2)
+    assert np.array_equal(one, two)
+
+
+def test_bad_k_names_the_sizes():
+    x = np.zeros((4, 2), dtype=np.float32)
+    with pytest.raises(ValueError, match=r"k=4 must be in 1..3 for 4 items"):
+        nearest_neighbours(x, 4)
+    with pytest.raises(ValueError, match=r"k=5 must be in 1..4 for a gallery of 4 items"):
+        nearest_neighbours(x, 5, queries=x[:1])

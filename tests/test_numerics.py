@@ -62,10 +62,15 @@ def test_bad_thread_count_is_named(monkeypatch):
         numerics.threads()
 
 
-def test_faiss_runs_at_the_generic_simd_level(monkeypatch):
-    monkeypatch.delenv(numerics.NATIVE_SWITCH, raising=False)
-    faiss = numerics.faiss()
-    assert faiss.SIMDConfig.get_level_name() == "NONE"
+def test_faiss_loads_its_own_blas_unpinned_and_leaves_the_pin_in_place():
+    """faiss runs its fastest kernels (its results are re-ranked exactly: tests/test_evaluation.py); loading
+    it must not unpin numpy's and scipy's OpenBLAS, which read the same variable."""
+    code = ("import os, pipeline.numerics as n; f = n.faiss(); "
+            "print(os.environ['OPENBLAS_CORETYPE'], f.omp_get_max_threads())")
+    env = {**os.environ, "PYTHONPATH": str(ROOT), numerics.THREADS_VARIABLE: "2"}
+    env.pop(numerics.NATIVE_SWITCH, None)
+    done = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True)
+    assert done.returncode == 0 and done.stdout.split() == ["Nehalem", "2"], done.stderr
 
 
 def test_torch_square_roots_are_correctly_rounded():
