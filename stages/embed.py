@@ -23,7 +23,7 @@ def main(params, args):
             device = choose_device(params.train.device)
             seed_everything(params.seed, device)
             cache = extract_features(read_manifest(args.data), params.backbone, device, params.train.num_workers,
-                                     params.data.download_dir)
+                                     params.data.download_dir, workers=params.train.workers)
             cache.save(tmp / "features.npz")
             info.update(feature_dim=int(cache.features.shape[1]), num_images=len(cache.labels))
         write_json(tmp / "info.json", info)

@@ -184,3 +184,27 @@ def test_packaged_weights_are_checked_against_the_hash_in_their_name(tmp_path, m
     with pytest.raises(DownloadError, match=r"lite-0123abcd.pth: SHA256 [0-9a-f]+ does not match the recorded 0123abcd"):
         backbones.fetch_imagenet_weights("efficientnet_lite0", tmp_path)
     assert (package / "models" / "lite-0123abcd.pth").exists()  # an installed file is never deleted
+
+
+def test_embedding_on_two_processes_gives_the_one_process_features_bit_for_bit(tiny_data, tiny_params):
+    """The embed stage's CPU processes share the batches, not the batch contents: identical features (a
+    random-init CNN, so its weights travel from the parent), whatever the number of processes."""
+    import dataclasses
+
+    import numpy as np
+    import torch
+
+    from pipeline.features import extract_features
+
+    manifest, _ = tiny_data
+    cfg = dataclasses.replace(tiny_params.backbone, name="tiny_cnn", input_size=16, embed_batch_size=20)
+    torch.manual_seed(3)
+    one = extract_features(manifest, cfg, torch.device("cpu"), workers=1)
+    torch.manual_seed(3)
+    two = extract_features(manifest, cfg, torch.device("cpu"), workers=2)
+    torch.manual_seed(3)
+    three = extract_features(manifest, cfg, torch.device("cpu"), workers=3)
+    assert one.features.shape == (len(manifest.table), one.features.shape[1]) and one.features.std() > 0
+    assert np.array_equal(one.features, two.features) and np.array_equal(one.features, three.features)
+    torch.manual_seed(4)  # another random network: the check can fail
+    assert not np.array_equal(one.features, extract_features(manifest, cfg, torch.device("cpu"), workers=2).features)
