@@ -780,9 +780,7 @@ def _check_tune(p: Params, source: str) -> None:
     for run, space in p.tune.spaces.items():
         for key, dim in space.items():
             where = f"{source}: tune.spaces.{run}.{key}"
-            node = values
-            for part in key.split("."):
-                node = node.get(part) if isinstance(node, dict) else None
+            node = dotted(values, key)
             if isinstance(node, bool) or not isinstance(node, (int, float)):
                 raise ParamsError(f"{where}: not a numeric params key")
             if not dim.low < dim.high:
@@ -959,6 +957,18 @@ def _validated(data: dict, source: str) -> Params:
     _check_bounds(params, "", source)
     _check_consistency(params, source)
     return params
+
+
+def dotted(tree: dict, key: str, parent: bool = False) -> Any:
+    """The value a dotted key (e.g. baselines.ms.loss.alpha) names in a plain params dict, or None; with
+    `parent`, the mapping that holds its last part (None when the key does not exist)."""
+    *path, last = key.split(".")
+    node = tree
+    for part in path:
+        node = node.get(part) if isinstance(node, dict) else None
+    if not isinstance(node, dict) or last not in node:
+        return None
+    return node if parent else node[last]
 
 
 def to_dict(node: Any) -> Any:

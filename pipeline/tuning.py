@@ -30,7 +30,7 @@ from typing import Callable
 
 import numpy as np
 
-from pipeline.config import Params, ParamsError, SearchDim, params_from_dict, to_dict
+from pipeline.config import Params, ParamsError, SearchDim, dotted, params_from_dict, to_dict
 from pipeline.runs import all_runs, run_config, run_train_config
 from pipeline.runtime import derive_seed
 
@@ -43,13 +43,10 @@ def apply_values(params: Params, values: dict[str, float], source: str = "tuned 
     raw = to_dict(params)
     raw["presets"] = {}
     for key, value in values.items():
-        *path, last = key.split(".")
-        node = raw
-        for part in path:
-            node = node.get(part) if isinstance(node, dict) else None
-        if not isinstance(node, dict) or last not in node:
+        node = dotted(raw, key, parent=True)
+        if node is None:
             raise ParamsError(f"{source}: {key}: not a params key")
-        node[last] = value
+        node[key.rsplit(".", 1)[-1]] = value
     return params_from_dict(raw, source)
 
 

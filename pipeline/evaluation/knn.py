@@ -30,7 +30,7 @@ def float32_error_bound(query_norms: np.ndarray, max_norm: float, dim: int) -> n
     """Per query, twice the largest possible |float32 squared distance - exact| to any database item."""
     n = dim + 3
     gamma = n * _UNIT / (1 - n * _UNIT)
-    return 2.0 * gamma * (query_norms.astype(np.float64) + max_norm) ** 2
+    return 2.0 * gamma * (query_norms + max_norm) ** 2
 
 
 def exact_sq_distances(queries: np.ndarray, base: np.ndarray, candidates: np.ndarray) -> np.ndarray:
@@ -98,22 +98,19 @@ def nearest_neighbours(x: np.ndarray, k: int, chunk: int = 4096, progress: bool 
     limit = len(x) if gallery else len(x) - 1
     if not 1 <= k <= limit:
         raise ValueError(f"k={k} must be in 1..{limit} for {'a gallery of ' if gallery else ''}{len(x)} items")
-    lib = faiss()
-    previous = lib.omp_get_max_threads()
+    lib = faiss()  # at the process's thread count (every call sets it), or at `threads` for this search
     if threads:
         lib.omp_set_num_threads(threads)
-    try:
-        index = lib.IndexFlatL2(x.shape[1])
-        index.add(x)
-        x64 = x.astype(np.float64)
-        norms = np.sqrt(np.square(x64).sum(axis=1))
-        bound = float32_error_bound(np.sqrt(np.square(q.astype(np.float64)).sum(axis=1)), float(norms.max()), x.shape[1])
-        out_i = np.empty((len(q), k), dtype=np.int64)
-        out_d = np.empty((len(q), k), dtype=np.float64)
-        for s in tqdm(range(0, len(q), chunk), desc="kNN", unit="chunk", disable=not progress):
-            e = min(s + chunk, len(q))
-            exclude = None if gallery else np.arange(s, e)
-            out_i[s:e], out_d[s:e] = _search(index, x64, q[s:e], k, exclude, bound[s:e])
-    finally:
-        lib.omp_set_num_threads(previous)
+    index = lib.IndexFlatL2(x.shape[1])
+    index.add(x)
+    x64 = x.astype(np.float64)
+    norms = np.sqrt(np.square(x64).sum(axis=1))
+    query_norms = np.sqrt(np.square(q.astype(np.float64)).sum(axis=1)) if gallery else norms
+    bound = float32_error_bound(query_norms, float(norms.max()), x.shape[1])
+    out_i = np.empty((len(q), k), dtype=np.int64)
+    out_d = np.empty((len(q), k), dtype=np.float64)
+    for s in tqdm(range(0, len(q), chunk), desc="kNN", unit="chunk", disable=not progress):
+        e = min(s + chunk, len(q))
+        exclude = None if gallery else np.arange(s, e)
+        out_i[s:e], out_d[s:e] = _search(index, x64, q[s:e], k, exclude, bound[s:e])
     return out_i, out_d

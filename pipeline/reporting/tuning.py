@@ -7,16 +7,8 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from pipeline.config import Params, to_dict
+from pipeline.config import Params, dotted, to_dict
 from pipeline.reporting.figures import plt, save
-
-
-def written_value(params: Params, key: str):
-    """The value params.yaml gives a dotted key (presets applied), the one a run trains at without tuning."""
-    node = to_dict(params)
-    for part in key.split("."):
-        node = node[part]
-    return node
 
 
 def _range(dim: dict) -> str:
@@ -25,13 +17,15 @@ def _range(dim: dict) -> str:
 
 
 def tuning_frame(params: Params, records: list[dict]) -> pd.DataFrame:
-    """One row per run and tuned or inherited key: the written and the used value, the range, the study's best."""
+    """One row per run and tuned or inherited key: the written value (params.yaml's, presets applied: what the
+    run trains at without tuning) and the used one, the range, the study's best."""
+    written = to_dict(params)
     rows = []
     for r in records:
         best = None if r["best_val_map_at_r"] is None else 100 * r["best_val_map_at_r"]
         for key, value in r["values"].items():
             own = key in r["space"] and r["trials"] > 0
-            rows.append({"run": r["run"], "key": key, "written": written_value(params, key), "used": value,
+            rows.append({"run": r["run"], "key": key, "written": dotted(written, key), "used": value,
                          "range": _range(r["space"][key]) if own else f"from `{r['inherits']}`",
                          "best_val_map_at_r": best if own else np.nan,
                          "trials": r["trials"] if own else 0, "best_trial": r.get("best_trial") if own else None})
