@@ -32,6 +32,8 @@ Environment:
 - ``DML_THREADS``: threads per process for torch, OpenMP, MKL, OpenBLAS and faiss (default 1; the
   stages' worker processes get ``train.threads_per_worker`` through it). MKL's reproducibility holds
   for a fixed thread count, so results are identical across machines for the same value.
+- ``DML_FAISS_SIMD``, ``DML_FAISS_OPENBLAS_CORETYPE``: faiss's SIMD level and its OpenBLAS's core type
+  instead of the CPU's own (emulating another CPU; tests/test_numerics.py shows the outputs do not change).
 - ``DML_NATIVE_NUMERICS=1``: pin nothing but the threads (the libraries' fastest per-CPU kernels;
   numbers then depend on the CPU). The tests use it to show that the emulated CPUs do differ.
 The GPU's own kernels are not affected (and are not bit-identical across GPU models).
@@ -52,6 +54,9 @@ from pathlib import Path
 NATIVE_SWITCH = "DML_NATIVE_NUMERICS"
 THREADS_VARIABLE = "DML_THREADS"
 THREAD_VARIABLES = ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS")
+# faiss runs the CPU's own kernels; these make it take another CPU's (to show that nothing depends on them)
+FAISS_SIMD_VARIABLE = "DML_FAISS_SIMD"  # a faiss SIMDLevel name: NONE, AVX2, AVX512, AVX512_SPR
+FAISS_CORETYPE_VARIABLE = "DML_FAISS_OPENBLAS_CORETYPE"  # faiss's own OpenBLAS core type, e.g. Sandybridge
 
 # library -> (variable, value): the kernel choice every x86-64 CPU makes the same way
 PINNED = {
@@ -158,6 +163,8 @@ def faiss():
     change a result. Its thread count is the process's (``DML_THREADS``)."""
     if "faiss" not in sys.modules:  # faiss's bundled OpenBLAS reads its core type once, when it loads
         pinned = os.environ.pop("OPENBLAS_CORETYPE", None)
+        if os.environ.get(FAISS_CORETYPE_VARIABLE):
+            os.environ["OPENBLAS_CORETYPE"] = os.environ[FAISS_CORETYPE_VARIABLE]
         try:
             import faiss as _faiss  # noqa: F401
         finally:
@@ -165,5 +172,10 @@ def faiss():
                 os.environ["OPENBLAS_CORETYPE"] = pinned
     import faiss as _faiss
 
+    level = os.environ.get(FAISS_SIMD_VARIABLE)
+    if level:  # another CPU's kernels (tests emulate CPUs with it; nothing faiss returns may then change)
+        if not hasattr(_faiss, f"SIMDLevel_{level}"):
+            raise ValueError(f"{FAISS_SIMD_VARIABLE}={level!r}: not a faiss SIMD level (e.g. NONE, AVX2, AVX512)")
+        _faiss.SIMDConfig.set_level(getattr(_faiss, f"SIMDLevel_{level}"))
     _faiss.omp_set_num_threads(threads())
     return _faiss

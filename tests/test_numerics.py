@@ -7,22 +7,26 @@ they change the trained models; pinned, the stages' outputs are identical byte f
 
 import hashlib
 import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
 
 import numpy  # noqa: F401 (loaded before pin() below: it must say so)
+import numpy as np
 import pytest
 
 from pipeline import numerics
-from tests.conftest import ROOT, write_params
+from tests.conftest import ROOT, merge, write_params
 
 # two "other CPUs": what the libraries would pick on an older / a different x86-64 machine
 EMULATED_CPUS = {
     "cpu_a": {"MKL_CBWR": "AVX", "ATEN_CPU_CAPABILITY": "default", "OPENBLAS_CORETYPE": "Sandybridge",
-              "NPY_DISABLE_CPU_FEATURES": "X86_V3"},
+              "NPY_DISABLE_CPU_FEATURES": "X86_V3", numerics.FAISS_SIMD_VARIABLE: "NONE",
+              numerics.FAISS_CORETYPE_VARIABLE: "Sandybridge"},
     "cpu_b": {"MKL_CBWR": "AUTO", "ATEN_CPU_CAPABILITY": "avx2", "OPENBLAS_CORETYPE": "Haswell",
-              "NPY_DISABLE_CPU_FEATURES": ""},
+              "NPY_DISABLE_CPU_FEATURES": "", numerics.FAISS_SIMD_VARIABLE: "AVX2",
+              numerics.FAISS_CORETYPE_VARIABLE: "Haswell"},
 }
 
 
@@ -103,6 +107,32 @@ def test_without_a_c_compiler_pinning_says_the_square_root_is_not_pinned(tmp_pat
     assert "install gcc to pin them" in done.stderr and not list(tmp_path.iterdir())  # nothing half-built left
 
 
+def test_faiss_on_another_cpus_kernels_changes_its_distances_not_our_neighbours(tmp_path):
+    """The faiss emulation variables reach its kernels (its float32 distances change: its SIMD level for a
+    few queries, its OpenBLAS for many), and the exact kNN's lists do not."""
+    code = ("import sys, numpy as np, pipeline.numerics as n; from pipeline.evaluation.knn import nearest_neighbours; "
+            "x = np.random.default_rng(0).standard_normal((3000, 48)).astype(np.float32); f = n.faiss(); "
+            "few, _ = f.knn(x[:10], x, 20); many, _ = f.knn(x[:600], x, 20); "
+            "np.savez(sys.argv[1], few=few, many=many, ours=nearest_neighbours(x, 20)[0])")
+    found = {}
+    for name, level, core in (("a", "NONE", "Sandybridge"), ("b", "AVX2", "Haswell")):
+        env = {**os.environ, "PYTHONPATH": str(ROOT), numerics.FAISS_SIMD_VARIABLE: level,
+               numerics.FAISS_CORETYPE_VARIABLE: core}
+        done = subprocess.run([sys.executable, "-c", code, str(tmp_path / f"{name}.npz")], env=env,
+                              capture_output=True, text=True)
+        assert done.returncode == 0, done.stderr[-2000:]
+        found[name] = np.load(tmp_path / f"{name}.npz")
+    a, b = found["a"], found["b"]
+    assert not np.array_equal(a["few"], b["few"]) and not np.array_equal(a["many"], b["many"])
+    assert np.array_equal(a["ours"], b["ours"])
+
+
+def test_a_faiss_simd_level_that_does_not_exist_is_named(monkeypatch):
+    monkeypatch.setenv(numerics.FAISS_SIMD_VARIABLE, "AVX9")
+    with pytest.raises(ValueError, match="DML_FAISS_SIMD='AVX9'"):
+        numerics.faiss()
+
+
 def _run(cmd, cwd, env):
     done = subprocess.run([sys.executable, "-m", *cmd], cwd=cwd, env=env, capture_output=True, text=True)
     assert done.returncode == 0, f"{cmd}:\n{done.stderr[-3000:]}"
@@ -117,24 +147,39 @@ def _digest(folder: Path) -> str:
 
 @pytest.mark.slow
 def test_stages_give_identical_outputs_on_emulated_cpus(tmp_path, tiny_dict):
-    """The train stage (two spawned workers, torch + faiss) and the LANML stage (numpy, scipy, cvxpy's
-    numerics, metric-learn) on a tiny config, under two emulated CPUs, pinned and not."""
-    params = write_params(tmp_path / "params.yaml", tiny_dict)
+    """The embed stage (two processes), the train stage (two spawned workers, torch + faiss), the evaluate
+    stage (faiss kNN re-ranked exactly, k-means, spectra) and the LANML stage (numpy, scipy, cvxpy's numerics,
+    metric-learn) on a tiny config, under two emulated CPUs (faiss's SIMD level and BLAS too), pinned and not."""
+    from pipeline.config import params_from_dict
+    from pipeline.runs import all_runs
+
+    params = write_params(tmp_path / "params.yaml", merge(tiny_dict, {"train": {"workers": 2},  # a convolution: kernels to choose
+                                                           "backbone": {"name": "tiny_cnn", "input_size": 16}}))
     base = {k: v for k, v in os.environ.items() if k not in (*numerics.PINNED, numerics.NATIVE_SWITCH)}
     base["PYTHONPATH"] = str(ROOT)
     _run(["stages.prepare", "--params", str(params), "--out", "prepared"], tmp_path, base)
-    _run(["stages.embed", "--params", str(params), "--data", "prepared", "--out", "features"], tmp_path, base)
     digests = {}
     for pinned in (True, False):
         for cpu, variables in EMULATED_CPUS.items():
             out = tmp_path / f"{cpu}-{'pinned' if pinned else 'native'}"
             env = {**base, **variables, **({} if pinned else {numerics.NATIVE_SWITCH: "1"})}
+            features = str(out / "features")
+            _run(["stages.embed", "--params", str(params), "--data", "prepared", "--out", features], tmp_path, env)
             _run(["stages.train", "--params", str(params), "--method", "c2_ccp", "--data", "prepared",
-                  "--features", "features", "--out", str(out / "models"), "--train-logs", str(out / "logs"),
+                  "--features", features, "--out", str(out / "models"), "--train-logs", str(out / "logs"),
                   "--subproblems", str(out / "subproblems")], tmp_path, env)
+            for name in all_runs(params_from_dict(tiny_dict)):  # evaluate reads every run: c2_ccp's models
+                shutil.copytree(out / "models", out / "all_models" / name)
+            _run(["stages.evaluate", "--params", str(params), "--models", str(out / "all_models"),
+                  "--out", str(out / "metrics"), "--spectra", str(out / "spectra"),
+                  "--per-class", str(out / "per_class"), "--headline", str(out / "headline" / "h.json")],
+                 tmp_path, env)
             _run(["stages.lanml", "--params", str(params), "--dataset", "iris", "--cache", "uci",
                   "--out", str(out / "lanml" / "iris.json")], tmp_path, env)
-            digests[pinned, cpu] = (_digest(out / "models"), _digest(out / "logs"), _digest(out / "lanml"))
+            digests[pinned, cpu] = {part: _digest(out / part) for part in
+                                    ("features", "models", "logs", "metrics", "spectra", "per_class", "headline",
+                                     "lanml")}
     assert digests[True, "cpu_a"] == digests[True, "cpu_b"]
-    # the emulation reaches the kernels: unpinned, the two CPUs train different models
-    assert digests[False, "cpu_a"][0] != digests[False, "cpu_b"][0]
+    # the emulation reaches the kernels: unpinned, the two CPUs embed and train differently
+    assert digests[False, "cpu_a"]["features"] != digests[False, "cpu_b"]["features"]
+    assert digests[False, "cpu_a"]["models"] != digests[False, "cpu_b"]["models"]
