@@ -872,6 +872,9 @@ def load_params(path: str | Path = "params.yaml") -> Params:
         raise ParamsError(f"{source}: cannot parse YAML: {str(err).splitlines()[0]}") from err
     if not isinstance(raw, DictConfig):
         raise ParamsError(f"{source}: top level must be a mapping")
+    if not raw:
+        raise ParamsError(f"{path}: empty (the project's params.yaml holds every section; restore it with "
+                          f"`git checkout -- {path.name}`)")
     return params_from_dict(OmegaConf.to_container(raw), source)
 
 

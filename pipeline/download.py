@@ -16,6 +16,11 @@ in their file names (torch.hub's convention).
 ``safe_extract(archive, target)``: tar or zip; refuses, before extracting anything, any member with an
 absolute path, a ``..`` component, or that is a link or a device; extracts into a temporary folder
 beside `target` and renames it into place.
+
+``download_folder(configured)``: where downloads are kept. A relative ``data.download_dir`` inside DVC's
+temporary experiment workspace (``<workspace>/.dvc/tmp/exps/<tmp>/``: ``dvc exp run --queue`` / ``--temp``),
+where git-ignored folders are not copied, is the workspace's own folder, so queued experiments share one
+set of checksummed downloads instead of fetching them again (or failing offline).
 """
 
 from __future__ import annotations
@@ -38,6 +43,21 @@ from pipeline.errors import PipelineError
 from pipeline.io import atomic_path
 
 log = logging.getLogger(__name__)
+EXPERIMENT_WORKSPACES = (".dvc", "tmp", "exps")  # DVC's temporary experiment workspaces live here
+
+
+def download_folder(configured: str | Path, cwd: str | Path | None = None) -> Path:
+    """`configured` (data.download_dir), relative to the workspace an experiment was queued from when the
+    stage runs in one of DVC's temporary experiment workspaces; as given otherwise."""
+    configured = Path(configured)
+    if configured.is_absolute():
+        return configured
+    parts = Path(cwd or os.getcwd()).resolve().parts
+    n = len(EXPERIMENT_WORKSPACES)
+    for i in range(len(parts) - n):
+        if parts[i:i + n] == EXPERIMENT_WORKSPACES:
+            return Path(*parts[:i]) / configured
+    return configured
 BLOCK = 1 << 16
 
 

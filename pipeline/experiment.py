@@ -14,6 +14,7 @@ from torch.utils.data import TensorDataset
 from pipeline.config import Params, to_dict
 from pipeline.data.images import ManifestImages
 from pipeline.data.manifest import Manifest, read_manifest
+from pipeline.download import download_folder
 from pipeline.evaluation.protocol import evaluate_embeddings
 from pipeline.features import FeatureCache
 from pipeline.io import write_json
@@ -22,7 +23,7 @@ from pipeline.methods import build_objective
 from pipeline.models.backbones import build_backbone
 from pipeline.models.embedder import Embedder, build_head
 from pipeline.models.transforms import eval_transform, train_transform
-from pipeline.runs import run_config, run_train_config
+from pipeline.runs import run_config, run_record, run_train_config
 from pipeline.runtime import choose_device, derive_seed, seed_everything
 from pipeline.training import FitResult, FoldData, embed, fit
 
@@ -86,7 +87,8 @@ def train_fold(params: Params, method: str, fold: int, manifest: Manifest, featu
             raise FileNotFoundError("train.mode=frozen needs the feature cache (run the embed stage)")
         data, backbone = frozen_data(features, rows), None
     else:
-        data, backbone = image_data(manifest, params, rows), build_backbone(params.backbone, params.data.download_dir)
+        data = image_data(manifest, params, rows)
+        backbone = build_backbone(params.backbone, download_folder(params.data.download_dir))
     with torch.no_grad():
         probe = data.train[0][0].unsqueeze(0)
         in_dim = (probe if backbone is None else backbone.eval()(probe)).flatten(1).shape[1]
@@ -124,14 +126,14 @@ def train_and_save(job: FoldJob) -> FoldOutcome:
                         choose_device(params.train.device), job.seed, job.test)
     if job.out is not None:
         out = Path(job.out)
-        out.mkdir(parents=True)
+        out.mkdir()  # not parents=True: a stage's temporary folder that was cleaned up must stay gone
         torch.save(result.model.state_dict(), out / "model.pt")
         with open(out / "test_embeddings.npz", "wb") as fh:
             np.savez(fh, embeddings=result.test_embeddings, labels=result.test_labels, query=result.test_query)
         write_json(out / "summary.json", {
             "method": job.method, "fold": job.fold, "seed": job.seed, "best_epoch": result.fit.best_epoch,
             "epochs_run": len(result.fit.history) - 1, "stop_reason": result.fit.stop_reason,
-            "best_val_map_at_r": result.fit.best_val_map_at_r, "params": to_dict(run_config(params, job.method)),
+            "best_val_map_at_r": result.fit.best_val_map_at_r, "params": run_record(params, job.method),
             "train": to_dict(run_train_config(params, job.method)),
         })
     metrics = (evaluate_embeddings(result.test_embeddings, result.test_labels, params.eval, params.seed, result.test_query)

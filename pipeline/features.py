@@ -15,6 +15,7 @@ from tqdm import tqdm
 from pipeline.config import BackboneConfig
 from pipeline.data.images import ManifestImages
 from pipeline.data.manifest import Manifest
+from pipeline.io import read_npz
 from pipeline.models.backbones import build_backbone
 from pipeline.models.transforms import eval_transform
 
@@ -39,8 +40,8 @@ class FeatureCache:
         path = Path(path)
         if not path.is_file():
             raise FileNotFoundError(f"{path}: feature cache not found (run the embed stage)")
-        with np.load(path, allow_pickle=False) as z:
-            return cls(z["features"], z["labels"], z["split"], z["fold"])
+        z = read_npz(path, ("features", "labels", "split", "fold"), "run the embed stage again (dvc repro -f embed)")
+        return cls(z["features"], z["labels"], z["split"], z["fold"])
 
 
 @torch.no_grad()

@@ -1,4 +1,5 @@
-"""Atomic writes: outputs appear complete under their final name or not at all."""
+"""Atomic writes: outputs appear complete under their final name or not at all; and reading the arrays
+back with one clear error when a file is not what a stage wrote (truncated, corrupt, another format)."""
 
 from __future__ import annotations
 
@@ -7,8 +8,13 @@ import json
 import os
 import shutil
 import tempfile
+import zipfile
 from pathlib import Path
 from typing import Any, Iterator
+
+import numpy as np
+
+from pipeline.errors import PipelineError
 
 
 @contextlib.contextmanager
@@ -42,3 +48,22 @@ def write_json(path: str | Path, data: Any) -> None:
 
 def read_json(path: str | Path) -> Any:
     return json.loads(Path(path).read_text())
+
+
+class CorruptFileError(PipelineError):
+    """A file an earlier stage wrote cannot be read back."""
+
+
+def read_npz(path: str | Path, required: tuple[str, ...], hint: str) -> dict[str, np.ndarray]:
+    """Every array of the .npz file `path`. A truncated or corrupt file, or one without the `required`
+    arrays, is a CorruptFileError naming the file and `hint` (how to write it again)."""
+    try:
+        with np.load(path, allow_pickle=False) as z:
+            arrays = {k: z[k] for k in z.files}
+    except (zipfile.BadZipFile, EOFError, ValueError, OSError) as err:
+        reason = str(err).splitlines()[0] if str(err) else type(err).__name__
+        raise CorruptFileError(f"{path}: unreadable ({reason}; truncated or corrupt?): {hint}") from err
+    missing = [k for k in required if k not in arrays]
+    if missing:
+        raise CorruptFileError(f"{path}: no {', '.join(missing)} array in it: {hint}")
+    return arrays

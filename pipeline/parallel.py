@@ -7,15 +7,28 @@ OpenMP state of the parent leaks into them. Every job seeds itself, so the numbe
 which process runs it, but they may differ in the last digits between thread counts (floating-point
 reductions are split differently), which is why the thread count is a parameter and not the machine's
 core count.
+
+Stopping (so that no worker goes on training into a folder its stage already removed): the workers ignore
+Ctrl-C, which the terminal sends to the whole process group, so only the stage process handles it; on an
+interrupt, SIGTERM (stages/_common.py turns it into an exit) or a failed job, the stage process cancels the
+pending jobs and kills its workers before its temporary folders are removed. A worker also dies with the
+stage process: on Linux the kernel kills it when its parent dies (``PR_SET_PDEATHSIG``, even after a
+SIGKILL of the parent), elsewhere a watchdog thread polls the parent's pid. The standard library's pool
+with this handling, rather than loky: loky's workers notice a dead parent only between jobs, and a
+training job runs for minutes.
 """
 
 from __future__ import annotations
 
+import ctypes
 import logging
 import multiprocessing
 import os
+import signal
 import sys
-from concurrent.futures import ProcessPoolExecutor
+import threading
+import time
+from concurrent.futures import ProcessPoolExecutor, as_completed
 from contextlib import contextmanager
 from typing import Callable, Sequence, TypeVar
 
@@ -28,9 +41,49 @@ THREAD_VARIABLES = (numerics.THREADS_VARIABLE, *numerics.THREAD_VARIABLES)
 LOG_FORMAT = "%(asctime)s %(name)s: %(message)s"  # the stage CLIs' format (stages/_common.py)
 
 
+PR_SET_PDEATHSIG = 1  # linux/prctl.h: a signal the kernel sends this process when its parent dies
+
+
 def configure_logging() -> None:
     """INFO messages to stderr in the stages' format (in the stage process and in every worker)."""
     logging.basicConfig(level=logging.INFO, format=LOG_FORMAT, stream=sys.stderr)
+
+
+def _die_with(parent: int) -> None:
+    """End this process as soon as the process `parent` is gone."""
+    if sys.platform.startswith("linux"):
+        ctypes.CDLL(None, use_errno=True).prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
+    else:
+        def watch():
+            while os.getppid() == parent:
+                time.sleep(0.5)
+            os._exit(1)
+
+        threading.Thread(target=watch, daemon=True).start()
+    if os.getppid() != parent:  # the parent died before the line above
+        os._exit(1)
+
+
+def _start_worker(parent: int) -> None:
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the stage process's to handle
+    _die_with(parent)
+    configure_logging()
+
+
+def _stop(pool: ProcessPoolExecutor) -> None:
+    """Cancel the pending jobs and kill the workers now (their results are not wanted any more); a second
+    Ctrl-C meanwhile cannot cut this short (the interrupt being handled is raised again right after)."""
+    main = threading.current_thread() is threading.main_thread()
+    previous = signal.signal(signal.SIGINT, signal.SIG_IGN) if main else None
+    try:
+        pool.shutdown(wait=False, cancel_futures=True)
+        for worker in multiprocessing.active_children():
+            worker.kill()
+        for worker in multiprocessing.active_children():
+            worker.join()
+    finally:
+        if main:
+            signal.signal(signal.SIGINT, previous)
 
 
 @contextmanager
@@ -53,14 +106,23 @@ def run_jobs(fn: Callable[[Job], Result], jobs: Sequence[Job], workers: int, thr
     """``[fn(job) for job in jobs]``, in job order; on ``workers`` spawned processes with ``threads``
     threads each when workers > 1, else here with this process's thread count (DML_THREADS, pipeline/numerics.py).
 
-    `fn` must be a module-level function (it is pickled by name). An exception in a job is raised
-    here, with its original type, after the other running jobs finish.
+    `fn` must be a module-level function (it is pickled by name). An exception in a job is raised here,
+    with its original type; the other jobs are then cancelled and the workers killed, as on Ctrl-C.
     """
     from tqdm import tqdm
 
     if workers <= 1 or len(jobs) <= 1:
         return [fn(job) for job in tqdm(jobs, desc=desc, unit="job")]
-    with _thread_environment(threads), ProcessPoolExecutor(
-            min(workers, len(jobs)), mp_context=multiprocessing.get_context("spawn"),
-            initializer=configure_logging) as pool:
-        return list(tqdm(pool.map(fn, jobs), total=len(jobs), desc=desc, unit="job"))
+    with _thread_environment(threads):  # the workers start with the first job: inside, with these variables
+        pool = ProcessPoolExecutor(min(workers, len(jobs)), mp_context=multiprocessing.get_context("spawn"),
+                                   initializer=_start_worker, initargs=(os.getpid(),))
+        try:
+            futures = [pool.submit(fn, job) for job in jobs]
+            for done in tqdm(as_completed(futures), total=len(jobs), desc=desc, unit="job"):
+                done.result()  # the first job to fail, whichever it is, stops the rest
+            results = [f.result() for f in futures]
+        except BaseException:
+            _stop(pool)
+            raise
+    pool.shutdown()
+    return results

@@ -19,6 +19,11 @@ import dataclasses
 CCP_VARIANTS = ("batch", "loss_proxy", "ccp", "sample_ccp")
 ALTERNATING_CCP_VARIANTS = ("ccp", "sample_ccp")  # re-initialise their anchors: several sub-problems
 PROFS_VARIANTS = ("plain", "profs", "profs_hncm")
+# the ccp keys every CCP-family run trains with besides its loss's own section, and those only Algorithm 1's
+# alternating runs add: the train_ccp_base / train_ccp stages' params in dvc.yaml (a test checks they agree)
+CCP_SHARED_KEYS = ("proxies_per_class", "in_batch_weight", "proxy_lr_multiplier", "reset_proxy_optimizer", "reducer",
+                   "similarity", "kcenter_space", "embedding_norm")
+CCP_ALGORITHM_1_KEYS = ("lambda", "zero_lambda_first", "pool_size", "patience", "max_subproblems")
 
 
 def ccp_runs(params) -> list[str]:
@@ -70,6 +75,21 @@ def run_train_config(params, name: str):
         return dataclasses.replace(params.train, max_epochs=params.profs.max_epochs or params.train.max_epochs,
                                    patience=params.profs.patience or params.train.patience)
     return params.train
+
+
+def run_record(params, name: str) -> dict:
+    """The settings run `name` trains with, as its summary.json records them: its params section, or for a CCP
+    run only the keys its stage depends on (so that a change of, say, ccp.lambda leaves a Loss-Proxy run's
+    files byte for byte as they were, as DVC assumes)."""
+    from pipeline.config import to_dict
+
+    section = to_dict(run_config(params, name))
+    parsed = parse_ccp_run(name)
+    if not parsed:
+        return section
+    loss, variant = parsed
+    keys = (*CCP_SHARED_KEYS, *(CCP_ALGORITHM_1_KEYS if variant in ALTERNATING_CCP_VARIANTS else ()))
+    return {loss: section[loss], **{k: section[k] for k in keys}}
 
 
 def run_config(params, name: str):

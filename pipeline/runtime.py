@@ -10,6 +10,8 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from pipeline.errors import PipelineError
+
 if TYPE_CHECKING:
     import torch
 
@@ -48,7 +50,7 @@ def choose_device(name: str) -> torch.device:
     import torch
 
     if name == "cuda" and not torch.cuda.is_available():
-        raise RuntimeError("train.device: cuda requested but no CUDA device is available")
+        raise PipelineError("train.device: cuda requested but no CUDA device is available (use auto or cpu)")
     if name == "auto":
         name = "cuda" if torch.cuda.is_available() else "cpu"
     device = torch.device(name, int(os.environ.get("LOCAL_RANK", "0"))) if name == "cuda" else torch.device(name)

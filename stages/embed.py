@@ -5,6 +5,7 @@ info.json saying so (no GPU time spent on features nobody reads).
 """
 
 from pipeline.config import to_dict
+from pipeline.download import download_folder
 from pipeline.io import atomic_path, write_json
 from stages._common import run
 
@@ -23,7 +24,7 @@ def main(params, args):
             device = choose_device(params.train.device)
             seed_everything(params.seed, device)
             cache = extract_features(read_manifest(args.data), params.backbone, device, params.train.num_workers,
-                                     params.data.download_dir, workers=params.train.workers)
+                                     download_folder(params.data.download_dir), workers=params.train.workers)
             cache.save(tmp / "features.npz")
             info.update(feature_dim=int(cache.features.shape[1]), num_images=len(cache.labels))
         write_json(tmp / "info.json", info)

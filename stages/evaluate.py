@@ -42,11 +42,11 @@ def main(params, args):
 
 def configure(p):
     p.add_argument("--models", default="data/models", help="folder with <run>/fold-<k>-seed-<s>/test_embeddings.npz")
-    p.add_argument("--out", default="reports/metrics", help="folder of metrics JSON files, one per run")
-    p.add_argument("--spectra", default="reports/spectra", help="folder of singular value CSVs, one per run")
-    p.add_argument("--per-class", default="reports/per_class",
+    p.add_argument("--out", default="data/evaluation/metrics", help="folder of metrics JSON files, one per run")
+    p.add_argument("--spectra", default="data/evaluation/spectra", help="folder of singular value CSVs, one per run")
+    p.add_argument("--per-class", default="data/evaluation/per_class",
                    help="folder of CSVs of every model's MAP@R and P@1 per test class, one per run")
-    p.add_argument("--headline", default="reports/headline_metrics.json")
+    p.add_argument("--headline", default="data/evaluation/headline_metrics.json")
 
 
 if __name__ == "__main__":

@@ -7,6 +7,7 @@ the real benchmarks, downloaded (or taken from data.source) and extracted into t
 
 from pathlib import Path
 
+from pipeline.download import download_folder
 from pipeline.io import atomic_path
 from stages._common import run
 
@@ -24,11 +25,11 @@ def main(params, args):
             from pipeline.data.emoji import write_emoji
 
             write_emoji(tmp, d.emoji_sets, d.emoji_min_sets, d.render_size, folds, params.seed,
-                        Path(d.download_dir) / "npm", d.source)
+                        download_folder(d.download_dir) / "npm", d.source)
         else:
             from pipeline.data.benchmarks import prepare_benchmark
 
-            prepare_benchmark(d.name, tmp, d.source, Path(d.download_dir), d.mirror, folds)
+            prepare_benchmark(d.name, tmp, d.source, download_folder(d.download_dir), d.mirror, folds)
 
 
 if __name__ == "__main__":

@@ -1,11 +1,13 @@
-"""report: everything under reports/ that a reviewer reads, rendered from the metrics files.
+"""report: everything under reports/ that a reviewer reads, rendered from the cached results under data/.
 
 Reads every input first (metrics, per-class scores, training logs, sub-problem logs, spectra, ablation
 tables, LANML results, the proof of concept, the published numbers) and stops with one line naming the
 first missing file, before anything is written. Then writes: the claims table, the training budgets,
 the results table (markdown, CSV), the comparison tables per protocol beside the papers' numbers
 (markdown, CSV, LaTeX), the CCP sub-problem diagnostics, the LANML tables, the figures, and
-reports/README.md, an index of all of it.
+reports/README.md, an index of all of it; and publishes byte-for-byte copies of the inputs a reader wants
+beside them (reports/train_logs, metrics, spectra, per_class, subproblems, ablations, lanml, tuned, tuning,
+headline_metrics.json: pipeline/reporting/publish.py). Every file is replaced atomically.
 """
 
 from pathlib import Path
@@ -16,6 +18,7 @@ from pipeline import ablation, numerics
 from pipeline.config import ParamsError
 from pipeline.io import read_json, write_text
 from pipeline.reporting import budgets, comparison, figures, index, tuning
+from pipeline.reporting.publish import check_sources, publish
 from pipeline.reporting.claims import claims_markdown, claims_table, paper_claims
 from pipeline.reporting.lanml_table import anml_table2, lanml_markdown
 from pipeline.reporting.reference import paper_dataset, read_published
@@ -368,8 +371,27 @@ def write_index(params, inputs, out: Path, context: str, tables: list[str], clai
     write_text(out / "README.md", text)
 
 
+def published(params, args) -> dict[str, list[Path]]:
+    """What the report copies into reports/: name -> sources (pipeline/reporting/publish.py)."""
+    runs, ccp = all_runs(params), ccp_runs(params)
+    return {
+        "train_logs": [Path(args.train_logs) / r for r in runs],
+        "subproblems": [Path(args.subproblems) / r for r in ccp],
+        "metrics": [Path(args.metrics) / f"{r}.json" for r in runs],
+        "spectra": [Path(args.spectra) / f"{r}.csv" for r in runs],
+        "per_class": [Path(args.per_class) / f"{r}.csv" for r in runs],
+        "headline_metrics.json": [Path(args.headline)],
+        "ablations": [Path(args.ablations) / f"{s}.csv" for s in ablation.STUDIES],
+        "lanml": [Path(args.lanml) / f"{d}.json" for d in params.lanml.datasets],
+        "tuned": sorted(Path(args.tuned).glob("*.json")),
+        "tuning": sorted(Path(args.tuning).glob("*.json")),
+    }
+
+
 def main(params, args):
     inputs = load(params, args)
+    copies = published(params, args)
+    check_sources(copies)
     out = Path(args.out)
     context = context_lines(params, inputs)
     write_results(params, inputs, out, context)
@@ -381,20 +403,24 @@ def main(params, args):
     write_subproblems(params, inputs, out, context)
     write_lanml(params, inputs, out)
     write_index(params, inputs, out, context, tables, claims)
+    publish(copies, out)
 
 
 def configure(p):
-    p.add_argument("--metrics", default="reports/metrics")
-    p.add_argument("--spectra", default="reports/spectra")
-    p.add_argument("--per-class", default="reports/per_class", help="per-class scores of every run (evaluate)")
-    p.add_argument("--train-logs", default="reports/train_logs", help="per-epoch training logs of every run")
-    p.add_argument("--subproblems", default="reports/subproblems")
-    p.add_argument("--ablations", default="reports/ablations")
-    p.add_argument("--lanml", default="reports/lanml", help="folder with lanml@<dataset> results")
+    p.add_argument("--metrics", default="data/evaluation/metrics")
+    p.add_argument("--spectra", default="data/evaluation/spectra")
+    p.add_argument("--per-class", default="data/evaluation/per_class", help="per-class scores of every run (evaluate)")
+    p.add_argument("--headline", default="data/evaluation/headline_metrics.json",
+                   help="the evaluate stage's headline metrics (published for `dvc metrics show`)")
+    p.add_argument("--train-logs", default="data/train_logs", help="per-epoch training logs of every run")
+    p.add_argument("--subproblems", default="data/subproblems")
+    p.add_argument("--ablations", default="data/ablations")
+    p.add_argument("--lanml", default="data/lanml", help="folder with lanml@<dataset> results")
     p.add_argument("--poc", default="reports/ccp_poc.json")
     p.add_argument("--reference", default="reference/published.csv", help="the papers' numbers")
     p.add_argument("--features", default="data/features")
-    p.add_argument("--tuning", default="reports/tuning", help="tuning records of every run (tune)")
+    p.add_argument("--tuned", default="data/tuned", help="the values each run trained at (tune)")
+    p.add_argument("--tuning", default="data/tuning", help="tuning records of every run (tune)")
     p.add_argument("--out", default="reports")
 
 

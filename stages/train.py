@@ -45,6 +45,7 @@ def main(params, args):
         return
     with ExitStack() as stack:
         out, logs = (stack.enter_context(atomic_path(p)) for p in (args.out, args.train_logs))
+        out.mkdir()  # the workers create only their own model folders in it
         subproblems = stack.enter_context(atomic_path(args.subproblems)) if args.subproblems else None
         jobs = [FoldJob(params, args.method, fold, args.data, args.features, str(out / model_name(fold, seed)), seed=seed)
                 for fold, seed in models]
@@ -75,7 +76,7 @@ def configure(p):
     p.add_argument("--train-logs", required=True, help="folder of per-epoch CSV logs, one per model (dvc plots); "
                    "not --logs: torchrun would take that for its --logs-specs")
     p.add_argument("--subproblems", help="folder of CSVs with one row per sub-problem (outer-loop methods)")
-    p.add_argument("--tuned", help="the tune stage's values for this run (reports/tuned/<run>.json)")
+    p.add_argument("--tuned", help="the tune stage's values for this run (data/tuned/<run>.json)")
 
 
 if __name__ == "__main__":

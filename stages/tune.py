@@ -1,7 +1,9 @@
 """tune: MLRC's tuning step for every configured run (pipeline/tuning.py), on the validation folds only.
 
 For each run with a search space (`tune.spaces.<run>`) and `tune.trials` > 0, an Optuna study in
-`<studies>/<run>.journal` (kept between runs: the stage resumes it, DVC `persist`) is completed to
+`<studies>/<run>.journal` (kept between runs and resumed: a working store like the download folder, not
+a DVC output, which DVC would delete before a rerun and which would keep DVC from caching the stage's runs;
+resuming proposes what an uninterrupted study would, pipeline/tuning.py) is completed to
 `tune.trials` trials; the best trial's values, with those the run inherits (`tune.inherit`), go to
 `<out>/<run>.json`, the one file the run's train stage reads and depends on (so only a change of values
 retrains it). A run without a space trains at the values it inherits, or at params.yaml's (`tune.trials: 0`,
@@ -60,8 +62,8 @@ def configure(p):
     p.add_argument("--data", default="data/prepared")
     p.add_argument("--features", default="data/features")
     p.add_argument("--studies", default="data/tune", help="folder of Optuna journal files, one per tuned run")
-    p.add_argument("--out", default="reports/tuned", help="folder of the values each run trains at, one JSON per run")
-    p.add_argument("--records", default="reports/tuning",
+    p.add_argument("--out", default="data/tuned", help="folder of the values each run trains at, one JSON per run")
+    p.add_argument("--records", default="data/tuning",
                    help="folder of tuning records (space, best and every trial), one JSON per run")
 
 

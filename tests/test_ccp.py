@@ -378,3 +378,24 @@ def test_only_alternating_variants_regularise_the_first_subproblem(variant, firs
     assert CCPObjective(cfg, "c2", variant, num_classes=2, embedding_dim=2, proxy_lr=1e-3).lam == first_lambda
     assert CCPObjective(CCPConfig(lambda_=0.3), "c2", variant, num_classes=2, embedding_dim=2,
                         proxy_lr=1e-3).lam == 0.0
+
+
+def test_a_ccp_runs_record_holds_exactly_the_keys_its_stage_depends_on(tiny_params):
+    """summary.json's settings of a CCP run: its loss's section and the keys dvc.yaml lists for its stage, no
+    others (a Loss-Proxy run's files must not change with ccp.lambda, which its stage does not depend on)."""
+    import yaml
+
+    from pipeline.runs import CCP_ALGORITHM_1_KEYS, CCP_SHARED_KEYS, run_record
+    from tests.conftest import ROOT
+
+    stages = yaml.safe_load((ROOT / "dvc.yaml").read_text())["stages"]
+
+    def ccp_keys(stage):
+        return {k.split(".", 1)[1] for k in stages[stage]["params"] if k.startswith("ccp.") and "${" not in k}
+
+    assert ccp_keys("train_ccp_base") == set(CCP_SHARED_KEYS)
+    assert ccp_keys("train_ccp") == set(CCP_SHARED_KEYS) | set(CCP_ALGORITHM_1_KEYS)
+    base, alternating = run_record(tiny_params, "c2_loss_proxy"), run_record(tiny_params, "c2_ccp")
+    assert set(base) == {"c2", *CCP_SHARED_KEYS} and "lambda" not in base
+    assert set(alternating) == {"c2", *CCP_SHARED_KEYS, *CCP_ALGORITHM_1_KEYS}
+    assert alternating["lambda"] == tiny_params.ccp.lambda_ and base["c2"] == alternating["c2"]

@@ -4,10 +4,11 @@ import hashlib
 import io
 import tarfile
 import zipfile
+from pathlib import Path
 
 import pytest
 
-from pipeline.download import DownloadError, download, fetch_with_client, safe_extract
+from pipeline.download import DownloadError, download, download_folder, fetch_with_client, safe_extract
 
 PAYLOAD = bytes(range(256)) * 400  # 100 kB
 
@@ -127,3 +128,14 @@ def test_zip_traversal_and_symlink_are_refused(tmp_path):
     with pytest.raises(DownloadError, match="is a link"):
         safe_extract(link, tmp_path / "out")
     assert not (tmp_path / "out").exists()
+
+
+def test_downloads_of_a_queued_experiment_are_the_workspaces(tmp_path):
+    """DVC runs queued / --temp experiments in <workspace>/.dvc/tmp/exps/<tmp>/ without git-ignored folders:
+    a relative data.download_dir there is the workspace's own."""
+
+    temp = tmp_path / "project" / ".dvc" / "tmp" / "exps" / "tmpab12cd"
+    assert download_folder("data/downloads", temp) == tmp_path / "project" / "data" / "downloads"
+    assert download_folder("data/downloads", temp / "sub") == tmp_path / "project" / "data" / "downloads"
+    assert download_folder("data/downloads", tmp_path / "project") == Path("data/downloads")
+    assert download_folder("/shared/downloads", temp) == Path("/shared/downloads")

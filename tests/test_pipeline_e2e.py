@@ -34,7 +34,8 @@ def repo(tmp_path_factory):
     repo = tmp_path_factory.mktemp("project")
     for name in ("pipeline", "stages", "reference"):
         shutil.copytree(ROOT / name, repo / name, ignore=shutil.ignore_patterns("__pycache__"))
-    shutil.copy(ROOT / "dvc.yaml", repo)
+    for name in ("dvc.yaml", ".dvcignore"):
+        shutil.copy(ROOT / name, repo)
     write_params_like_dvc(repo / "params.yaml", TINY_OVERRIDES)
     sh(["git", "init", "-q"], repo)
     sh(["git", "config", "user.email", "test@example.com"], repo)
@@ -144,3 +145,124 @@ def test_exp_run_reruns_only_the_changed_method(repo):
     assert params["baselines"]["ms"]["loss"]["alpha"] == 3.0
     shown = sh(DVC + ["exp", "show", "--csv"], repo)
     assert "baselines.ms.loss.alpha" in shown and "map_at_r" in shown and "val_map_at_r" in shown
+
+
+def _tree(folder: Path) -> dict[str, bytes]:
+    return {p.relative_to(folder).as_posix(): p.read_bytes() for p in sorted(folder.rglob("*")) if p.is_file()}
+
+
+def _fails(cmd, cwd):
+    env = {**os.environ, "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}"}
+    done = subprocess.run(cmd, cwd=cwd, capture_output=True, text=True, env=env)
+    assert done.returncode != 0, f"{cmd} should have failed:\n{done.stdout}\n{done.stderr}"
+    return done.stderr
+
+
+def test_a_failed_stage_loses_nothing(repo):
+    """A misspelled key after a successful run, and evaluate with a model missing: DVC removes the failing
+    stage's outputs before its command runs, so they are cached ones (`dvc checkout` brings them back) and
+    nothing under reports/ is touched."""
+    reports, lock, params = _tree(repo / "reports"), (repo / "dvc.lock").read_text(), (repo / "params.yaml").read_text()
+    at = params.index("      alpha:", params.index("\n  ms:", params.index("\nbaselines:")))  # baselines.ms.loss
+    misspelled = params[:at] + "      alpah:" + params[at + len("      alpha:"):]
+    (repo / "params.yaml").write_text(misspelled)
+    err = _fails(DVC + ["repro", "-s", "train@ms"], repo)
+    assert "alpah" in err
+    assert not (repo / "data" / "models" / "ms").exists()  # what DVC removed ...
+    (repo / "params.yaml").write_text(params)
+    sh(DVC + ["checkout"], repo)  # ... comes back from the cache
+    assert "up to date" in sh(DVC + ["status"], repo).lower()
+    shutil.rmtree(repo / "data" / "models" / "ms")
+    err = _fails(DVC + ["repro", "-s", "evaluate"], repo)
+    assert "test embeddings not found (run the train stage of ms)" in err
+    sh(DVC + ["checkout"], repo)
+    assert "up to date" in sh(DVC + ["status"], repo).lower()
+    assert _tree(repo / "reports") == reports and (repo / "dvc.lock").read_text() == lock
+
+
+def test_a_killed_stages_temporary_folder_changes_nothing(repo):
+    """What a SIGKILLed stage leaves (its atomic_path folder; its workers die with it: tests/test_parallel.py)
+    is ignored by DVC's hashing (.dvcignore), so no stage reruns."""
+    leftover = repo / "data" / "models" / ".ms.k1ll3d.tmp" / "ms" / "fold-0-seed-0"
+    leftover.mkdir(parents=True)
+    (leftover / "model.pt").write_bytes(b"half written")
+    assert "up to date" in sh(DVC + ["status"], repo).lower()
+    assert stages_run(sh(DVC + ["repro"], repo)) == set()
+
+
+def _clone(repo, folder, remote):
+    sh(["git", "clone", "-q", str(repo), str(folder)], folder.parent)
+    sh(DVC + ["remote", "add", "--local", "-d", "shared", str(remote)], folder)
+    write_params_like_dvc(folder / "params.yaml", {**TINY_OVERRIDES, "baselines": {"ms": {"loss": {"alpha": 3.3}}}})
+
+
+def test_the_run_cache_travels_through_a_remote(repo, tmp_path_factory):
+    """Two clones at the same commit and the same new value: A trains train@ms and pushes its run cache; B pulls
+    it and restores train@ms (and the stages before it) without training, and trains only proxy_anchor."""
+    root = tmp_path_factory.mktemp("machines")
+    remote = root / "remote"
+    remote.mkdir()
+    a, b = root / "a", root / "b"
+    for clone in (a, b):
+        _clone(repo, clone, remote)
+    ran_a = stages_run(sh(DVC + ["repro", "train@ms"], a))
+    assert ran_a == {"prepare", "embed", "tune", "train@ms"}
+    sh(DVC + ["push", "--run-cache"], a)
+    out = sh(DVC + ["repro", "--pull", "train@ms", "train@proxy_anchor"], b)  # pulls the run cache first
+    assert stages_run(out) == {"train@proxy_anchor"}  # prepare, embed, tune, train@ms: restored from A's runs
+    assert "Stage 'train@ms' is cached - skipping run" in out
+    for name in ("data/models/ms", "data/train_logs/ms"):
+        assert _tree(a / name) == _tree(b / name)
+
+
+def test_a_fan_out_over_two_local_jobs_assembles_the_plain_reports(repo, tmp_path_factory):
+    """pipeline/fanout.py with submitit's local executor, on a commit whose params changed since dvc.lock (as
+    `dvc exp run -S baselines.ms.loss.alpha=3.0` changed the workspace above): one job for prepare / embed /
+    tune, two sharing the train, ablation and LANML stages. The jobs restore from each other's runs instead of
+    recomputing, the workspace that assembles trains nothing, and it ends with the plain `dvc exp run`'s bytes."""
+    from pipeline.fanout import FANNED, fan_out, fanned_stages, make_executor
+
+    root = tmp_path_factory.mktemp("cluster")
+    (root / "remote").mkdir()
+    here = root / "here"
+    sh(["git", "clone", "-q", str(repo), str(here)], root)
+    sh(DVC + ["remote", "add", "--local", "-d", "shared", str(root / "remote")], here)
+    shutil.copy(repo / "params.yaml", here / "params.yaml")  # alpha 3.0; dvc.lock still says 1.0 ...
+    sh(["git", "commit", "-qam", "ms alpha 3"], here)  # ... so no stage can be pulled by its lock entry
+    with pytest.MonkeyPatch.context() as patch:  # the jobs' dvc runs the stages' `python`
+        patch.setenv("PATH", f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}")
+        executor = make_executor("local", root, timeout_min=60, cpus_per_task=1, gpus_per_node=0, partition="x")
+        ran = fan_out(here, executor, 2, root / "jobs")
+    assert set(ran["upstream"]) == {"prepare", "embed", "tune"}
+    fanned = ran["job-0"] + ran["job-1"]
+    assert sorted(fanned) == sorted(fanned_stages(here)) and ran["job-0"] and ran["job-1"]  # each once, split
+    # here: only what is not fanned out (poc too when the params it reads changed: a persist output, never cached)
+    assert {"evaluate", "report"} <= set(ran["here"]) <= {"evaluate", "report", "poc"}, ran["here"]
+    assert not any(FANNED.match(s) for s in ran["here"])
+    assert _tree(here / "reports") == _tree(repo / "reports")
+    assert (here / "dvc.lock").read_text() == (repo / "dvc.lock").read_text()
+
+
+def test_queued_experiments_run_two_at_a_time(repo):
+    """`dvc exp run --queue` twice, `dvc queue start -j 2`: both succeed in DVC's temporary workspaces, which
+    restore the unchanged stages from the shared cache rather than recompute them."""
+    import time
+
+    for alpha in ("2.5", "3.5"):
+        sh(DVC + ["exp", "run", "--queue", "-n", f"alpha-{alpha}", "-S", f"baselines.ms.loss.alpha={alpha}"], repo)
+    sh(DVC + ["queue", "start", "-j", "2"], repo)
+    try:
+        deadline = time.monotonic() + 900
+        while time.monotonic() < deadline:
+            status = sh(DVC + ["queue", "status"], repo)
+            if "Queued" not in status and "Running" not in status:
+                break
+            time.sleep(3)
+    finally:
+        sh(DVC + ["queue", "stop"], repo)
+    assert status.count("Success") == 2, status
+    for alpha in ("2.5", "3.5"):
+        ran = stages_run(sh(DVC + ["queue", "logs", f"alpha-{alpha}"], repo))
+        assert "train@ms" in ran and not {"prepare", "embed", "train@proxy_anchor", "ablation@ccp"} & ran, ran
+    shown = sh(DVC + ["exp", "show", "--csv"], repo)
+    assert "alpha-2.5" in shown and "alpha-3.5" in shown and "val_map_at_r" in shown

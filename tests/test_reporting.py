@@ -162,3 +162,26 @@ def test_budget_table_and_patience_replay_by_hand():
     text = budgets.budget_markdown(models, {"a": 3, "b": 3}, {"a": 3, "b": 10})
     assert "| a | 3 / 3 | 3.5 (3-4) | 5 (3-7) | - | **1 of 2** |" in text
     assert "| b | 3 / 10 | 4 (4-4) | 7 (7-7) | 2 (2-2) sub-problems | 0 of 1 |" in text
+
+
+def test_publish_copies_byte_for_byte_and_replaces_whole_folders(tmp_path):
+    from pipeline.reporting.publish import publish
+
+    src, out = tmp_path / "data", tmp_path / "reports"
+    (src / "logs" / "ms").mkdir(parents=True)
+    (src / "logs" / "ms" / "fold-0.csv").write_bytes(b"epoch,val\r\n0,0.5\n")
+    (src / "h.json").write_text('{"a": 1}\n')
+    (out / "train_logs" / "old_run").mkdir(parents=True)  # a run no longer configured
+    publish({"train_logs": [src / "logs" / "ms"], "headline.json": [src / "h.json"]}, out)
+    assert (out / "train_logs" / "ms" / "fold-0.csv").read_bytes() == b"epoch,val\r\n0,0.5\n"
+    assert not (out / "train_logs" / "old_run").exists() and (out / "headline.json").read_text() == '{"a": 1}\n'
+    assert sorted(p.name for p in out.iterdir()) == ["headline.json", "train_logs"]  # no temporary folder left
+
+
+def test_publish_checks_every_source_before_writing(tmp_path):
+    from pipeline.reporting.publish import publish
+
+    (tmp_path / "a.json").write_text("{}")
+    with pytest.raises(FileNotFoundError, match=r"missing\.json: not found \(needed for reports/b\.json"):
+        publish({"a.json": [tmp_path / "a.json"], "b.json": [tmp_path / "missing.json"]}, tmp_path / "out")
+    assert not (tmp_path / "out").exists()

@@ -132,3 +132,36 @@ def test_a_terminated_stage_leaves_no_temporary_folder(tmp_path, tiny_dict, prep
     os.kill(proc.pid, signal.SIGTERM)
     assert proc.wait(timeout=60) == 128 + signal.SIGTERM
     assert list((tmp_path / "models").iterdir()) == []
+
+
+def _last_line(done):
+    return done.stderr.strip().splitlines()[-1]
+
+
+def test_a_truncated_feature_cache_is_one_line(tmp_path, tiny_dict, prepared):
+    params = write_params(tmp_path / "params.yaml", tiny_dict)
+    features = tmp_path / "features"
+    assert run_stage("embed", params, "--data", str(prepared), "--out", str(features)).returncode == 0
+    cache = features / "features.npz"
+    cache.write_bytes(cache.read_bytes()[: cache.stat().st_size // 2])  # a copy cut short
+    done = run_stage("train", params, "--method", "ms", "--data", str(prepared), "--features", str(features),
+                     "--out", str(tmp_path / "model"), "--train-logs", str(tmp_path / "logs"))
+    assert done.returncode == 2, done.stderr
+    assert _last_line(done).startswith(f"error: {cache}: unreadable (") and "dvc repro -f embed" in _last_line(done)
+    assert "Traceback" not in done.stderr
+
+
+@pytest.mark.skipif(__import__("torch").cuda.is_available(), reason="this machine has CUDA")
+def test_cuda_without_cuda_is_one_line(tmp_path, tiny_dict, prepared):
+    params = write_params(tmp_path / "params.yaml", merge(tiny_dict, {"train": {"device": "cuda"}}))
+    done = run_stage("embed", params, "--data", str(prepared), "--out", str(tmp_path / "features"))
+    assert done.returncode == 2 and "Traceback" not in done.stderr
+    assert _last_line(done) == ("error: train.device: cuda requested but no CUDA device is available "
+                                "(use auto or cpu)")
+
+
+def test_an_empty_params_file_is_one_line(tmp_path):
+    (tmp_path / "params.yaml").write_text("")
+    done = run_stage("prepare", tmp_path / "params.yaml", "--out", str(tmp_path / "out"))
+    assert done.returncode == 2
+    assert _last_line(done).startswith(f"error: {tmp_path / 'params.yaml'}: empty (")

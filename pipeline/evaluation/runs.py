@@ -10,7 +10,7 @@ import pandas as pd
 from pipeline.data.manifest import DataError
 from pipeline.evaluation.protocol import mlrc_protocol
 from pipeline.evaluation.spectrum import singular_value_spectrum
-from pipeline.io import read_json
+from pipeline.io import read_json, read_npz
 from pipeline.runs import model_name
 
 HEADLINE = ("map_at_r", "precision_at_1", "r_precision")  # test: separated means, listed by dvc metrics / exp show
@@ -29,12 +29,12 @@ def evaluate_run(job: tuple) -> tuple[dict, pd.DataFrame, pd.DataFrame]:
     embeddings, labels, query = {}, None, None
     for fold, s in models:
         file = embeddings_file(path, fold, s)
-        with np.load(file) as z:
-            if labels is not None and not np.array_equal(labels, z["labels"]):
-                raise DataError(f"{file}: test labels differ from {model_name(*models[0])}'s")
-            embeddings[fold, s] = z["embeddings"]
-            labels = z["labels"]
-            query = z["query"] if "query" in z.files else None
+        z = read_npz(file, ("embeddings", "labels"), f"run the train stage of {name} again")
+        if labels is not None and not np.array_equal(labels, z["labels"]):
+            raise DataError(f"{file}: test labels differ from {model_name(*models[0])}'s")
+        embeddings[fold, s] = z["embeddings"]
+        labels = z["labels"]
+        query = z.get("query")
     result, per_class = mlrc_protocol(embeddings, labels, cfg, seed, query)
     # the number to select settings by: validation MAP@R at each model's kept epoch (train stage's summary.json),
     # mean over the fold x seed models; the test metrics above are for reading, not for choosing
