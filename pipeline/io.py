@@ -7,7 +7,9 @@ import contextlib
 import json
 import os
 import shutil
+import signal
 import tempfile
+import threading
 import zipfile
 from pathlib import Path
 from typing import Any, Iterator
@@ -34,7 +36,19 @@ def atomic_path(final: str | Path) -> Iterator[Path]:
             shutil.rmtree(final)
         os.replace(target, final)
     finally:
-        shutil.rmtree(tmp, ignore_errors=True)
+        _remove_despite_ctrl_c(tmp)
+
+
+def _remove_despite_ctrl_c(folder: Path) -> None:
+    """Remove `folder`; a second Ctrl-C while an interrupted stage cleans up does not cut this short (the
+    first one is still being raised). Off the main thread signals cannot be masked, and need not be."""
+    main = threading.current_thread() is threading.main_thread()
+    previous = signal.signal(signal.SIGINT, signal.SIG_IGN) if main else None
+    try:
+        shutil.rmtree(folder, ignore_errors=True)
+    finally:
+        if main:
+            signal.signal(signal.SIGINT, previous)
 
 
 def write_text(path: str | Path, text: str) -> None:
