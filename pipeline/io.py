@@ -36,16 +36,18 @@ def atomic_path(final: str | Path) -> Iterator[Path]:
             shutil.rmtree(final)
         os.replace(target, final)
     finally:
-        _remove_despite_ctrl_c(tmp)
+        with ctrl_c_ignored():
+            shutil.rmtree(tmp, ignore_errors=True)
 
 
-def _remove_despite_ctrl_c(folder: Path) -> None:
-    """Remove `folder`; a second Ctrl-C while an interrupted stage cleans up does not cut this short (the
-    first one is still being raised). Off the main thread signals cannot be masked, and need not be."""
+@contextlib.contextmanager
+def ctrl_c_ignored() -> Iterator[None]:
+    """Ignore Ctrl-C inside: cleanup after an interrupt that a second Ctrl-C must not cut short (the first
+    one is still being raised). Off the main thread signals cannot be masked, and need not be."""
     main = threading.current_thread() is threading.main_thread()
     previous = signal.signal(signal.SIGINT, signal.SIG_IGN) if main else None
     try:
-        shutil.rmtree(folder, ignore_errors=True)
+        yield
     finally:
         if main:
             signal.signal(signal.SIGINT, previous)

@@ -33,6 +33,7 @@ from contextlib import contextmanager
 from typing import Callable, Sequence, TypeVar
 
 from pipeline import numerics
+from pipeline.io import ctrl_c_ignored
 
 Job = TypeVar("Job")
 Result = TypeVar("Result")
@@ -71,19 +72,13 @@ def _start_worker(parent: int) -> None:
 
 
 def _stop(pool: ProcessPoolExecutor) -> None:
-    """Cancel the pending jobs and kill the workers now (their results are not wanted any more); a second
-    Ctrl-C meanwhile cannot cut this short (the interrupt being handled is raised again right after)."""
-    main = threading.current_thread() is threading.main_thread()
-    previous = signal.signal(signal.SIGINT, signal.SIG_IGN) if main else None
-    try:
+    """Cancel the pending jobs and kill the workers now (their results are not wanted any more)."""
+    with ctrl_c_ignored():
         pool.shutdown(wait=False, cancel_futures=True)
         for worker in multiprocessing.active_children():
             worker.kill()
         for worker in multiprocessing.active_children():
             worker.join()
-    finally:
-        if main:
-            signal.signal(signal.SIGINT, previous)
 
 
 @contextmanager

@@ -1,7 +1,6 @@
 """End to end: `dvc repro` on a tiny params override in a temporary git repository."""
 
 import os
-import re
 import shutil
 import subprocess
 import sys
@@ -10,6 +9,7 @@ from pathlib import Path
 import pytest
 import yaml
 
+from pipeline import fanout
 from pipeline.reporting.names import label
 from tests.conftest import ROOT, TINY_OVERRIDES, write_params_like_dvc
 
@@ -26,7 +26,7 @@ def sh(cmd, cwd):
 
 
 def stages_run(output: str) -> set[str]:
-    return set(re.findall(r"Running stage '([^']+)'", output))
+    return set(fanout.stages_run(output))
 
 
 @pytest.fixture(scope="module")
