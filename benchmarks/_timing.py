@@ -14,8 +14,7 @@ from pipeline.features import FeatureCache
 
 def load_inputs(params_path: str):
     """params, manifest and feature cache of the embedded default (run `dvc repro embed` first)."""
-    return (load_params(params_path), read_manifest("data/prepared"),
-            FeatureCache.load("data/features/features.npz"))
+    return (load_params(params_path), read_manifest("data/prepared"), FeatureCache.load("data/features/features.npz"))
 
 
 def timed_run(params, name, manifest, features, owner, attr: str, repeats: int):
@@ -26,7 +25,7 @@ def timed_run(params, name, manifest, features, owner, attr: str, repeats: int):
         spent = [0.0]
         original = getattr(owner, attr)
 
-        def wrapped(*args, **kwargs):
+        def wrapped(*args, original=original, spent=spent, **kwargs):
             t = time.perf_counter()
             out = original(*args, **kwargs)
             spent[0] += time.perf_counter() - t

@@ -14,6 +14,7 @@ from __future__ import annotations
 import argparse
 
 from _timing import load_inputs, timed_run
+
 from pipeline.methods.ccp import CCPObjective
 
 
@@ -24,8 +25,10 @@ def main():
     parser.add_argument("--params", default="params.yaml")
     args = parser.parse_args()
     params, manifest, features = load_inputs(args.params)
-    rows = {v: timed_run(params, f"{args.loss}_{v}", manifest, features, CCPObjective, "_select_anchors", args.repeats)
-            for v in ("loss_proxy", "ccp")}
+    rows = {
+        v: timed_run(params, f"{args.loss}_{v}", manifest, features, CCPObjective, "_select_anchors", args.repeats)
+        for v in ("loss_proxy", "ccp")
+    }
     print(f"loss {args.loss}, fold 0, {params.train.steps_per_epoch} steps per epoch, best of {args.repeats}")
     print(f"{'variant':12s}{'s/epoch':>10s}{'K-center s/epoch':>18s}{'epochs':>8s}{'sub-problems':>14s}")
     for variant, (per_epoch, kc, epochs, result) in rows.items():

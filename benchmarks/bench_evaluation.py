@@ -27,11 +27,11 @@ def make_data(n: int, dim: int, classes: int, seed: int):
 
 def ours(x, y, clustering: bool, threads: int) -> dict:
     import numpy as np
+    from sklearn.metrics import normalized_mutual_info_score
 
     from pipeline.evaluation.clustering import kmeans_labels
     from pipeline.evaluation.knn import nearest_neighbours
     from pipeline.evaluation.retrieval import retrieval_metrics
-    from sklearn.metrics import normalized_mutual_info_score
 
     _, counts = np.unique(y, return_counts=True)
     out = {}
@@ -42,8 +42,9 @@ def ours(x, y, clustering: bool, threads: int) -> dict:
     out.update(precision_at_1=m["precision_at_1"], r_precision=m["r_precision"], map_at_r=m["map_at_r"])
     if clustering:
         t = time.perf_counter()
-        out["NMI"] = normalized_mutual_info_score(y, kmeans_labels(x, len(counts), seed=1234, niter=20,
-                                                                         threads=threads))
+        out["NMI"] = normalized_mutual_info_score(
+            y, kmeans_labels(x, len(counts), seed=1234, niter=20, threads=threads)
+        )
         out["cluster_s"] = time.perf_counter() - t
     return out
 
@@ -58,8 +59,9 @@ def pml(x, y, clustering: bool, threads: int) -> dict:
     t = time.perf_counter()
     m = calc.get_accuracy(x, y)
     out["knn_s"] = time.perf_counter() - t
-    out.update(precision_at_1=m["precision_at_1"], r_precision=m["r_precision"],
-               map_at_r=m["mean_average_precision_at_r"])
+    out.update(
+        precision_at_1=m["precision_at_1"], r_precision=m["r_precision"], map_at_r=m["mean_average_precision_at_r"]
+    )
     if clustering:
         calc = AccuracyCalculator(include=("NMI",), device=torch.device("cpu"))
         t = time.perf_counter()

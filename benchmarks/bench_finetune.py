@@ -27,7 +27,8 @@ from PIL import Image
 from pytorch_metric_learning.samplers import MPerClassSampler
 from torch.utils.data import BatchSampler, DataLoader
 
-from pipeline.config import load_params, params_from_dict, to_dict
+from pipeline.compose import composed
+from pipeline.config import params_from_dict
 from pipeline.data.images import ManifestImages
 from pipeline.data.manifest import build_manifest, read_manifest
 from pipeline.methods import build_objective
@@ -48,7 +49,9 @@ def synthetic_set(root: Path, classes: int, per_class: int) -> None:
             Image.fromarray(rng.integers(0, 255, (375, 500, 3), dtype=np.uint8)).save(root / path, quality=90)
             paths.append(path)
             labels.append(c)
-    build_manifest(paths, np.array(labels), 2, np.array(["train"] * len(paths))).to_csv(root / "manifest.csv", index=False)
+    build_manifest(paths, np.array(labels), 2, np.array(["train"] * len(paths))).to_csv(
+        root / "manifest.csv", index=False
+    )
 
 
 def throughput(params, manifest, device, steps: int, warmup: int) -> tuple[float, float]:
@@ -65,10 +68,16 @@ def throughput(params, manifest, device, steps: int, warmup: int) -> tuple[float
     labels = manifest.labels
     objective = build_objective(params, "ms", len(np.unique(labels)), t.embedding_dim).to(device)
     batch = t.classes_per_batch * t.images_per_class
-    sampler = MPerClassSampler(labels, m=t.images_per_class, batch_size=batch, length_before_new_iter=batch * (steps + warmup))
-    loader = DataLoader(ManifestImages(manifest, rows, train_transform(params.backbone, 0)),
-                        batch_sampler=BatchSampler(sampler, batch, drop_last=True), num_workers=t.num_workers,
-                        pin_memory=device.type == "cuda", persistent_workers=t.num_workers > 0)
+    sampler = MPerClassSampler(
+        labels, m=t.images_per_class, batch_size=batch, length_before_new_iter=batch * (steps + warmup)
+    )
+    loader = DataLoader(
+        ManifestImages(manifest, rows, train_transform(params.backbone, 0)),
+        batch_sampler=BatchSampler(sampler, batch, drop_last=True),
+        num_workers=t.num_workers,
+        pin_memory=device.type == "cuda",
+        persistent_workers=t.num_workers > 0,
+    )
     step = Stepper(model, objective, make_optimizer(model, objective, t), t, device)
     model.train()
     seen, start = 0, None
@@ -93,15 +102,14 @@ def main():
     parser.add_argument("--classes", type=int, default=100)
     parser.add_argument("--per-class", type=int, default=60)
     parser.add_argument("--workers", type=int, default=8)
-    parser.add_argument("--params", default="params.yaml")
     parser.add_argument("--backbones", nargs="+", default=["bn_inception", "resnet50", "efficientnet_lite0"])
     args = parser.parse_args()
-    base = to_dict(load_params(args.params))  # effective params; the presets apply below
-    raw = copy.deepcopy(base)
-    raw["data"]["name"] = "cub"
+    base = composed(["dataset=cub"])  # CUB under the MLRC protocol (conf/protocol/mlrc.yaml)
     device = choose_device("auto")
-    print(f"device {device} ({torch.cuda.get_device_name(device) if device.type == 'cuda' else 'CPU'}), "
-          f"MLRC preset, batch 32, {args.steps} timed steps")
+    print(
+        f"device {device} ({torch.cuda.get_device_name(device) if device.type == 'cuda' else 'CPU'}), "
+        f"MLRC preset, batch 32, {args.steps} timed steps"
+    )
     with tempfile.TemporaryDirectory() as tmp:
         synthetic_set(Path(tmp), args.classes, args.per_class)
         manifest = read_manifest(tmp)
@@ -109,14 +117,13 @@ def main():
             for amp in ("fp32", "bf16", "fp16"):
                 if amp != "fp32" and device.type != "cuda":
                     continue
-                preset = copy.deepcopy(base["presets"]["mlrc"])
-                preset["backbone"].update(name=name, weights="")
-                preset["train"].update(amp=amp, num_workers=args.workers)
+                raw = copy.deepcopy(base)
+                raw["backbone"].update(name=name, weights="")
+                raw["train"].update(amp=amp, num_workers=args.workers)
                 if name != "bn_inception":  # torchvision and EfficientNet-Lite weights: RGB input, ImageNet mean/std
-                    preset["backbone"].update(input_space="rgb", mean=[0.485, 0.456, 0.406], std=[0.229, 0.224, 0.225])
+                    raw["backbone"].update(input_space="rgb", mean=[0.485, 0.456, 0.406], std=[0.229, 0.224, 0.225])
                 if name == "efficientnet_lite0":
-                    preset["backbone"].update(input_size=224)
-                raw["presets"]["mlrc"] = preset
+                    raw["backbone"].update(input_size=224)
                 params = params_from_dict(raw)
                 rate, peak = throughput(params, manifest, device, args.steps, args.warmup)
                 print(f"{name:14s} amp {amp:5s} {rate:10.1f} images/s  peak GPU memory {peak:6.2f} GiB", flush=True)

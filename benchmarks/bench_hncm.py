@@ -16,6 +16,7 @@ from __future__ import annotations
 import argparse
 
 from _timing import load_inputs, timed_run
+
 from pipeline.methods import profs
 
 
@@ -29,15 +30,19 @@ def main():
     params, manifest, features = load_inputs(args.params)
     # the same number of epochs for both (no early stopping), so validation and snapshots cost alike
     params.train.max_epochs = params.train.patience = args.epochs
-    rows = {v: timed_run(params, f"{args.loss}_{v}", manifest, features, profs, "hard_negative_classes", args.repeats)
-            for v in ("profs", "profs_hncm")}
+    rows = {
+        v: timed_run(params, f"{args.loss}_{v}", manifest, features, profs, "hard_negative_classes", args.repeats)
+        for v in ("profs", "profs_hncm")
+    }
     print(f"loss {args.loss}, fold 0, {params.train.steps_per_epoch} steps per epoch, best of {args.repeats}")
     print(f"{'variant':12s}{'s/epoch':>10s}{'scan s/epoch':>14s}{'epochs':>8s}")
     for variant, (per_epoch, scan, epochs, _) in rows.items():
         print(f"{variant:12s}{per_epoch:10.4f}{scan:14.5f}{epochs:8d}")
     base, hncm = rows["profs"][0], rows["profs_hncm"][0]
-    print(f"HNCM / PROFS time per epoch: {hncm / base:.3f} ({100 * (hncm / base - 1):+.1f}%); "
-          f"the scan alone: {100 * rows['profs_hncm'][1] / base:.2f}% of a PROFS epoch")
+    print(
+        f"HNCM / PROFS time per epoch: {hncm / base:.3f} ({100 * (hncm / base - 1):+.1f}%); "
+        f"the scan alone: {100 * rows['profs_hncm'][1] / base:.2f}% of a PROFS epoch"
+    )
 
 
 if __name__ == "__main__":

@@ -44,8 +44,10 @@ def main():
             seconds = time.perf_counter() - start
             f_exact = problem.objective(exact)
             f_fast = results[-1]["methods"]["lanml_minus"]["objective"]
-            print(f"{name}: cvxpy {seconds:.1f} s, objective {f_exact:.7f}; quasi-Newton {f_fast:.7f} "
-                  f"(relative gap {(f_fast - f_exact) / abs(f_exact):+.2e}; strict settings {STRICT})")
+            print(
+                f"{name}: cvxpy {seconds:.1f} s, objective {f_exact:.7f}; quasi-Newton {f_fast:.7f} "
+                f"(relative gap {(f_fast - f_exact) / abs(f_exact):+.2e}; strict settings {STRICT})"
+            )
     print(timing_markdown(results, 2))
     if args.json:
         Path(args.json).write_text(json.dumps(results, indent=1) + "\n")

@@ -17,11 +17,34 @@ import tempfile
 import time
 
 STAGES = {
-    "train@ms": ["stages.train", "--method", "ms", "--data", "data/prepared", "--features", "data/features",
-                 "--out", "{tmp}/models", "--train-logs", "{tmp}/logs"],
-    "train_ccp@c2-ccp": ["stages.train", "--method", "c2_ccp", "--data", "data/prepared", "--features",
-                         "data/features", "--out", "{tmp}/models", "--train-logs", "{tmp}/logs",
-                         "--subproblems", "{tmp}/subproblems"],
+    "train@ms": [
+        "stages.train",
+        "--method",
+        "ms",
+        "--data",
+        "data/prepared",
+        "--features",
+        "data/features",
+        "--out",
+        "{tmp}/models",
+        "--train-logs",
+        "{tmp}/logs",
+    ],
+    "train_ccp@c2-ccp": [
+        "stages.train",
+        "--method",
+        "c2_ccp",
+        "--data",
+        "data/prepared",
+        "--features",
+        "data/features",
+        "--out",
+        "{tmp}/models",
+        "--train-logs",
+        "{tmp}/logs",
+        "--subproblems",
+        "{tmp}/subproblems",
+    ],
     "lanml@iris": ["stages.lanml", "--dataset", "iris", "--cache", "data/uci", "--out", "{tmp}/iris.json"],
 }
 
@@ -32,8 +55,13 @@ def run_once(argv: list[str], native: bool) -> float:
         env["DML_NATIVE_NUMERICS"] = "1"
     with tempfile.TemporaryDirectory() as tmp:
         start = time.perf_counter()
-        subprocess.run([sys.executable, "-m", *[a.format(tmp=tmp) for a in argv]], env=env, check=True,
-                       stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        subprocess.run(
+            [sys.executable, "-m", *[a.format(tmp=tmp) for a in argv]],
+            env=env,
+            check=True,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
         return time.perf_counter() - start
 
 

@@ -25,8 +25,13 @@ from pipeline.data.manifest import read_manifest
 from pipeline.experiment import train_fold
 from pipeline.features import FeatureCache
 
-BEFORE = {"proxy_lr_multiplier": 10.0, "reset_proxy_optimizer": True, "reducer": "mean", "similarity": "cosine",
-          "kcenter_space": "normalized"}  # params.yaml before issue 22 (proxy_lr 1e-2 at train.lr 1e-3)
+BEFORE = {
+    "proxy_lr_multiplier": 10.0,
+    "reset_proxy_optimizer": True,
+    "reducer": "mean",
+    "similarity": "cosine",
+    "kcenter_space": "normalized",
+}  # params.yaml before issue 22 (proxy_lr 1e-2 at train.lr 1e-3)
 
 
 def main():
@@ -43,11 +48,23 @@ def main():
     for name, p in settings.items():
         result = train_fold(p, f"{args.loss}_ccp", 0, manifest, features, torch.device("cpu"), args.seed)
         rows = pd.DataFrame(result.diagnostics)
-        print(f"\n{args.loss}_ccp, fold 0, seed {args.seed}, {name}: {len(rows)} sub-problems, "
-              f"{len(result.fit.history) - 1} epochs, best val MAP@R {100 * result.fit.best_val_map_at_r:.2f}")
-        print(rows[["subproblem", "epochs", "initial_radius_mean", "proxy_shift_first_epoch_mean",
-                    "proxy_shift_first_epoch_max", "proxy_shift_mean", "covering_radius_mean"]]
-              .to_string(index=False, float_format=lambda v: f"{v:.4f}"))
+        print(
+            f"\n{args.loss}_ccp, fold 0, seed {args.seed}, {name}: {len(rows)} sub-problems, "
+            f"{len(result.fit.history) - 1} epochs, best val MAP@R {100 * result.fit.best_val_map_at_r:.2f}"
+        )
+        print(
+            rows[
+                [
+                    "subproblem",
+                    "epochs",
+                    "initial_radius_mean",
+                    "proxy_shift_first_epoch_mean",
+                    "proxy_shift_first_epoch_max",
+                    "proxy_shift_mean",
+                    "covering_radius_mean",
+                ]
+            ].to_string(index=False, float_format=lambda v: f"{v:.4f}")
+        )
 
 
 if __name__ == "__main__":

@@ -1,13 +1,14 @@
 #!/bin/bash
 # The emoji default finetuned on a GPU machine without DVC (how reports/emoji_finetune/ was measured).
 #
-# With DVC, the same runs are `dvc exp run -S data.name=emoji -S train.mode=finetune` (README, "The GPU path").
+# With DVC, the same runs are `dvc exp run -S dataset=emoji_finetune` (README, "The GPU path").
 # This script runs the stage modules in dvc.yaml's order instead, for a lent GPU machine that has the image's
 # python3 and the carried wheels but no dvc:
 #
 #   benchmarks/device_emoji_finetune.sh PARAMS LOGDIR
 #
-# PARAMS: a params file (e.g. params.yaml with data.name emoji, train.mode finetune and the runs to train);
+# PARAMS: a params file (e.g. `python -m pipeline.compose dataset=emoji_finetune --output PARAMS`, narrowed to the
+# runs to train);
 # data/prepared must hold the prepared emoji images. Every run's train stage starts at once (each trains its
 # folds x seeds in train.workers processes, all on the one GPU), then evaluate. Per-stage logs and wall times
 # go to LOGDIR.

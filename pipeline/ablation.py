@@ -31,8 +31,9 @@ def grid(params: Params, study: str) -> list[tuple[dict, Params]]:
             row = {"sweep": sweep, "proxies_per_class": proxies, "pool_size": pool, "lambda": lam}
             return row, replace(params, ccp=replace(cfg, proxies_per_class=proxies, pool_size=pool, lambda_=lam))
 
-        return ([point("proxies_pool", p, f * p, cfg.lambda_) for p in a.proxies_per_class for f in a.pool_factors]
-                + [point("lambda", cfg.proxies_per_class, cfg.pool_size, lam) for lam in a.lambdas])
+        return [point("proxies_pool", p, f * p, cfg.lambda_) for p in a.proxies_per_class for f in a.pool_factors] + [
+            point("lambda", cfg.proxies_per_class, cfg.pool_size, lam) for lam in a.lambdas
+        ]
     if study == "profs":
         a, cfg = params.ablation.profs, params.profs
 
@@ -40,8 +41,9 @@ def grid(params: Params, study: str) -> list[tuple[dict, Params]]:
             row = {"sweep": sweep, "m_mode": mode, "m": m, "lambda": lam}
             return row, replace(params, profs=replace(cfg, m_mode=mode, m=m, lambda_=lam))
 
-        return ([point("lambda", cfg.m_mode, cfg.m, lam) for lam in a.lambdas]
-                + [point("m", "fixed", m, cfg.lambda_) for m in a.m])
+        return [point("lambda", cfg.m_mode, cfg.m, lam) for lam in a.lambdas] + [
+            point("m", "fixed", m, cfg.lambda_) for m in a.m
+        ]
     raise ValueError(f"unknown ablation study {study!r} (valid: {', '.join(STUDIES)})")
 
 
@@ -53,9 +55,13 @@ def method(params: Params, study: str) -> str:
 def jobs(params: Params, study: str, data: str, features: str) -> tuple[list[dict], list[FoldJob]]:
     points = grid(params, study)
     name = method(params, study)
-    return ([row for row, _ in points],
-            [FoldJob(p, name, params.ablation.fold, data, features, evaluate=True, seed=params.experiment.seeds[0])
-             for _, p in points])
+    return (
+        [row for row, _ in points],
+        [
+            FoldJob(p, name, params.ablation.fold, data, features, evaluate=True, seed=params.experiment.seeds[0])
+            for _, p in points
+        ],
+    )
 
 
 def results_table(rows: list[dict], outcomes: list[FoldOutcome]) -> pd.DataFrame:
@@ -64,8 +70,14 @@ def results_table(rows: list[dict], outcomes: list[FoldOutcome]) -> pd.DataFrame
     table = []
     for row, out in zip(rows, outcomes):
         steps = [d["steps"] for d in out.diagnostics if "steps" in d]
-        table.append({**row, "best_epoch": out.best_epoch, "best_val_map_at_r": out.best_val_map_at_r,
-                      **{f"test_{k}": out.test_metrics[k] for k in TEST_METRICS},
-                      "projections": len(out.diagnostics) if out.diagnostics else float("nan"),
-                      "mean_steps_per_projection": sum(steps) / len(steps) if steps else float("nan")})
+        table.append(
+            {
+                **row,
+                "best_epoch": out.best_epoch,
+                "best_val_map_at_r": out.best_val_map_at_r,
+                **{f"test_{k}": out.test_metrics[k] for k in TEST_METRICS},
+                "projections": len(out.diagnostics) if out.diagnostics else float("nan"),
+                "mean_steps_per_projection": sum(steps) / len(steps) if steps else float("nan"),
+            }
+        )
     return pd.DataFrame(table).dropna(axis=1, how="all")

@@ -60,10 +60,12 @@ class ShardedBatches(Sampler):
         for batch in self.batches:
             batch = list(batch)
             if len(batch) % self.world:
-                raise DistributedError(f"a batch of {len(batch)} cannot be split evenly over {self.world} processes "
-                                       f"(train.classes_per_batch x train.images_per_class)")
+                raise DistributedError(
+                    f"a batch of {len(batch)} cannot be split evenly over {self.world} processes "
+                    f"(train.classes_per_batch x train.images_per_class)"
+                )
             share = len(batch) // self.world
-            yield batch[self.rank * share:(self.rank + 1) * share]
+            yield batch[self.rank * share : (self.rank + 1) * share]
 
     def __len__(self):
         return len(self.batches)

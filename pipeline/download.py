@@ -55,9 +55,11 @@ def download_folder(configured: str | Path, cwd: str | Path | None = None) -> Pa
     parts = Path(cwd or os.getcwd()).resolve().parts
     n = len(EXPERIMENT_WORKSPACES)
     for i in range(len(parts) - n):
-        if parts[i:i + n] == EXPERIMENT_WORKSPACES:
+        if parts[i : i + n] == EXPERIMENT_WORKSPACES:
             return Path(*parts[:i]) / configured
     return configured
+
+
 BLOCK = 1 << 16
 
 
@@ -81,8 +83,11 @@ def parse_checksum(expected: str) -> tuple[str, str]:
     """(algorithm, lower-case hex digest or prefix) of a recorded checksum."""
     algorithm, _, digest = expected.rpartition(":")
     algorithm = (algorithm or "sha256").lower()
-    if (algorithm not in ("md5", "sha1", "sha256") or len(digest) < 8
-            or any(c not in "0123456789abcdef" for c in digest.lower())):
+    if (
+        algorithm not in ("md5", "sha1", "sha256")
+        or len(digest) < 8
+        or any(c not in "0123456789abcdef" for c in digest.lower())
+    ):
         raise DownloadError(f"checksum {expected!r}: expected '<md5|sha1|sha256>:<hex digest of 8 or more digits>'")
     return algorithm, digest.lower()
 
@@ -98,8 +103,10 @@ def verify(path: Path, expected: str | None, remove: bool = True) -> Path:
     if not got.startswith(digest):
         if remove:
             path.unlink()
-        raise DownloadError(f"{path}: {algorithm.upper()} {got} does not match the recorded {digest}"
-                            + ("; the file was removed" if remove else ""))
+        raise DownloadError(
+            f"{path}: {algorithm.upper()} {got} does not match the recorded {digest}"
+            + ("; the file was removed" if remove else "")
+        )
     return path
 
 
@@ -122,8 +129,10 @@ def download(url: str, path: Path, expected: str | None = None, timeout: float =
             resumed = have and response.status == 206
             start = have if resumed else 0
             size = int(response.headers.get("Content-Length") or 0) + start
-            with open(part, "ab" if resumed else "wb") as out, tqdm(total=size or None, initial=start, unit="B",
-                                                                   unit_scale=True, desc=path.name) as bar:
+            with (
+                open(part, "ab" if resumed else "wb") as out,
+                tqdm(total=size or None, initial=start, unit="B", unit_scale=True, desc=path.name) as bar,
+            ):
                 for block in iter(lambda: response.read(BLOCK), b""):
                     out.write(block)
                     bar.update(len(block))

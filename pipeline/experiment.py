@@ -50,9 +50,12 @@ def frozen_data(features: FeatureCache, rows) -> FoldData:
     x = torch.from_numpy(features.features)
     remapped = np.unique(labels[train], return_inverse=True)[1]
     return FoldData(
-        TensorDataset(x[train], torch.from_numpy(remapped)), remapped,
-        TensorDataset(x[val], torch.from_numpy(labels[val])), labels[val],
-        TensorDataset(x[test], torch.from_numpy(labels[test])), labels[test],
+        TensorDataset(x[train], torch.from_numpy(remapped)),
+        remapped,
+        TensorDataset(x[val], torch.from_numpy(labels[val])),
+        labels[val],
+        TensorDataset(x[test], torch.from_numpy(labels[test])),
+        labels[test],
     )
 
 
@@ -63,14 +66,25 @@ def image_data(manifest: Manifest, params: Params, rows) -> FoldData:
     remapped = np.unique(labels[train], return_inverse=True)[1]
     plain = eval_transform(params.backbone)
     return FoldData(
-        ManifestImages(manifest, train, train_transform(params.backbone, params.train.augment_pad), remapped), remapped,
-        ManifestImages(manifest, val, plain), labels[val],
-        ManifestImages(manifest, test, plain), labels[test],
+        ManifestImages(manifest, train, train_transform(params.backbone, params.train.augment_pad), remapped),
+        remapped,
+        ManifestImages(manifest, val, plain),
+        labels[val],
+        ManifestImages(manifest, test, plain),
+        labels[test],
     )
 
 
-def train_fold(params: Params, method: str, fold: int, manifest: Manifest, features: FeatureCache | None,
-               device: torch.device, seed: int = 0, test: bool = True) -> RunResult:
+def train_fold(
+    params: Params,
+    method: str,
+    fold: int,
+    manifest: Manifest,
+    features: FeatureCache | None,
+    device: torch.device,
+    seed: int = 0,
+    test: bool = True,
+) -> RunResult:
     """Build inputs, model and objective, train with early stopping, embed the test set with the best weights
     (with `test` False, as in tuning, no test row is selected or read and test_embeddings is None).
 
@@ -92,14 +106,27 @@ def train_fold(params: Params, method: str, fold: int, manifest: Manifest, featu
     with torch.no_grad():
         probe = data.train[0][0].unsqueeze(0)
         in_dim = (probe if backbone is None else backbone.eval()(probe)).flatten(1).shape[1]
-    model = Embedder(backbone, build_head(in_dim, params.train.embedding_dim, params.train.head_hidden),
-                     cfg.embedding_norm, params.backbone.freeze_bn)
+    model = Embedder(
+        backbone,
+        build_head(in_dim, params.train.embedding_dim, params.train.head_hidden),
+        cfg.embedding_norm,
+        params.backbone.freeze_bn,
+    )
     objective = build_objective(params, method, len(np.unique(data.train_labels)), params.train.embedding_dim)
-    result = fit(model, objective, data, run_train_config(params, method), device, desc=f"{method}-{fold}",
-                 batch_seed=derive_seed(params.seed, "batches", fold, seed))
+    result = fit(
+        model,
+        objective,
+        data,
+        run_train_config(params, method),
+        device,
+        desc=f"{method}-{fold}",
+        batch_seed=derive_seed(params.seed, "batches", fold, seed),
+    )
     model.load_state_dict(result.best_state["model"])
     test_embeddings = embed(model, data.test, device, params.train.num_workers, params.train.amp) if test else None
-    return RunResult(model, result, objective.diagnostics, test_embeddings, data.test_labels, manifest.is_query(rows[2]))
+    return RunResult(
+        model, result, objective.diagnostics, test_embeddings, data.test_labels, manifest.is_query(rows[2])
+    )
 
 
 @functools.lru_cache(maxsize=1)
@@ -122,21 +149,41 @@ def train_and_save(job: FoldJob) -> FoldOutcome:
     features = load_features(job.features) if params.train.mode == "frozen" else None
     if not job.test and (job.out is not None or job.evaluate):
         raise ValueError("a FoldJob without test classes (tuning) can neither save a model nor evaluate it")
-    result = train_fold(params, job.method, job.fold, read_manifest(job.data), features,
-                        choose_device(params.train.device), job.seed, job.test)
+    result = train_fold(
+        params,
+        job.method,
+        job.fold,
+        read_manifest(job.data),
+        features,
+        choose_device(params.train.device),
+        job.seed,
+        job.test,
+    )
     if job.out is not None:
         out = Path(job.out)
         out.mkdir()  # not parents=True: a stage's temporary folder that was cleaned up must stay gone
         torch.save(result.model.state_dict(), out / "model.pt")
         with open(out / "test_embeddings.npz", "wb") as fh:
             np.savez(fh, embeddings=result.test_embeddings, labels=result.test_labels, query=result.test_query)
-        write_json(out / "summary.json", {
-            "method": job.method, "fold": job.fold, "seed": job.seed, "best_epoch": result.fit.best_epoch,
-            "epochs_run": len(result.fit.history) - 1, "stop_reason": result.fit.stop_reason,
-            "best_val_map_at_r": result.fit.best_val_map_at_r, "params": run_record(params, job.method),
-            "train": to_dict(run_train_config(params, job.method)),
-        })
-    metrics = (evaluate_embeddings(result.test_embeddings, result.test_labels, params.eval, params.seed, result.test_query)
-               if job.evaluate else None)
-    return FoldOutcome(result.fit.history, result.diagnostics, result.fit.best_epoch,
-                       result.fit.best_val_map_at_r, metrics)
+        write_json(
+            out / "summary.json",
+            {
+                "method": job.method,
+                "fold": job.fold,
+                "seed": job.seed,
+                "best_epoch": result.fit.best_epoch,
+                "epochs_run": len(result.fit.history) - 1,
+                "stop_reason": result.fit.stop_reason,
+                "best_val_map_at_r": result.fit.best_val_map_at_r,
+                "params": run_record(params, job.method),
+                "train": to_dict(run_train_config(params, job.method)),
+            },
+        )
+    metrics = (
+        evaluate_embeddings(result.test_embeddings, result.test_labels, params.eval, params.seed, result.test_query)
+        if job.evaluate
+        else None
+    )
+    return FoldOutcome(
+        result.fit.history, result.diagnostics, result.fit.best_epoch, result.fit.best_val_map_at_r, metrics
+    )

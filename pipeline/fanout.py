@@ -72,19 +72,23 @@ def _remote_url(root: Path) -> str:
     with Repo(str(root)) as repo:
         name = repo.config["core"].get("remote")
         if not name:
-            raise RuntimeError("no default DVC remote: add one every machine reaches, e.g. "
-                               "`dvc remote add -d shared /shared/dml-remote`")
+            raise RuntimeError(
+                "no default DVC remote: add one every machine reaches, e.g. "
+                "`dvc remote add -d shared /shared/dml-remote`"
+            )
         url = repo.config["remote"][name]["url"]
     return str((root / url).resolve()) if "://" not in url and not Path(url).is_absolute() else url
 
 
 def _commit(root: Path) -> str:
-    status = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"], cwd=root, capture_output=True,
-                            text=True, check=True).stdout
+    status = subprocess.run(
+        ["git", "status", "--porcelain", "--untracked-files=no"], cwd=root, capture_output=True, text=True, check=True
+    ).stdout
     if status.strip():
         raise RuntimeError(f"{root}: commit your changes first (the jobs clone the current commit):\n{status}")
-    return subprocess.run(["git", "rev-parse", "HEAD"], cwd=root, capture_output=True, text=True,
-                          check=True).stdout.strip()
+    return subprocess.run(
+        ["git", "rev-parse", "HEAD"], cwd=root, capture_output=True, text=True, check=True
+    ).stdout.strip()
 
 
 def fan_out(root: Path, executor, jobs: int, folder: Path, origin: str | None = None) -> dict[str, list[str]]:
@@ -97,8 +101,10 @@ def fan_out(root: Path, executor, jobs: int, folder: Path, origin: str | None = 
     ran = {"upstream": first.result()}
     stages = fanned_stages(root)
     groups = [stages[i::jobs] for i in range(min(jobs, len(stages)))]
-    submitted = [executor.submit(run_job, origin, commit, remote, str(folder / f"job-{i}"), group)
-                 for i, group in enumerate(groups)]
+    submitted = [
+        executor.submit(run_job, origin, commit, remote, str(folder / f"job-{i}"), group)
+        for i, group in enumerate(groups)
+    ]
     for i, job in enumerate(submitted):
         ran[f"job-{i}"] = job.result()
         log.info("job %d ran %s", i, ", ".join(ran[f"job-{i}"]) or "nothing")
@@ -106,15 +112,20 @@ def fan_out(root: Path, executor, jobs: int, folder: Path, origin: str | None = 
     return ran
 
 
-def make_executor(cluster: str, folder: Path, timeout_min: int, cpus_per_task: int, gpus_per_node: int,
-                  partition: str | None):
+def make_executor(
+    cluster: str, folder: Path, timeout_min: int, cpus_per_task: int, gpus_per_node: int, partition: str | None
+):
     """submitit's executor: ``slurm`` (sbatch), ``local`` (processes on this machine) or ``auto`` (SLURM when
     sbatch is on PATH, else local)."""
     import submitit
 
     executor = submitit.AutoExecutor(folder=folder / "submitit", cluster=None if cluster == "auto" else cluster)
-    executor.update_parameters(timeout_min=timeout_min, cpus_per_task=cpus_per_task, gpus_per_node=gpus_per_node,
-                               **({"slurm_partition": partition} if partition else {}))
+    executor.update_parameters(
+        timeout_min=timeout_min,
+        cpus_per_task=cpus_per_task,
+        gpus_per_node=gpus_per_node,
+        **({"slurm_partition": partition} if partition else {}),
+    )
     return executor
 
 
@@ -122,8 +133,9 @@ def main(argv: list[str] | None = None) -> None:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--jobs", type=int, default=8, help="jobs sharing the train, ablation and LANML stages")
     p.add_argument("--cluster", choices=("auto", "slurm", "local"), default="auto")
-    p.add_argument("--folder", type=Path, required=True,
-                   help="a folder every machine sees (job clones and submitit's logs)")
+    p.add_argument(
+        "--folder", type=Path, required=True, help="a folder every machine sees (job clones and submitit's logs)"
+    )
     p.add_argument("--origin", help="the git URL or path the jobs clone (default: this workspace)")
     p.add_argument("--timeout-min", type=int, default=24 * 60)
     p.add_argument("--cpus-per-task", type=int, default=8)
@@ -131,8 +143,9 @@ def main(argv: list[str] | None = None) -> None:
     p.add_argument("--partition", help="SLURM partition")
     args = p.parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s: %(message)s")
-    executor = make_executor(args.cluster, args.folder, args.timeout_min, args.cpus_per_task, args.gpus_per_node,
-                             args.partition)
+    executor = make_executor(
+        args.cluster, args.folder, args.timeout_min, args.cpus_per_task, args.gpus_per_node, args.partition
+    )
     try:
         ran = fan_out(Path.cwd(), executor, args.jobs, args.folder, args.origin)
     except RuntimeError as err:

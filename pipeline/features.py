@@ -36,7 +36,7 @@ class FeatureCache:
             np.savez(fh, features=self.features, labels=self.labels, split=self.split, fold=self.fold)
 
     @classmethod
-    def load(cls, path: str | Path) -> "FeatureCache":
+    def load(cls, path: str | Path) -> FeatureCache:
         path = Path(path)
         if not path.is_file():
             raise FileNotFoundError(f"{path}: feature cache not found (run the embed stage)")
@@ -45,8 +45,14 @@ class FeatureCache:
 
 
 @torch.no_grad()
-def extract_features(manifest: Manifest, cfg: BackboneConfig, device: torch.device, num_workers: int = 0,
-                     download_dir: str = "data/downloads", workers: int = 1) -> FeatureCache:
+def extract_features(
+    manifest: Manifest,
+    cfg: BackboneConfig,
+    device: torch.device,
+    num_workers: int = 0,
+    download_dir: str = "data/downloads",
+    workers: int = 1,
+) -> FeatureCache:
     """Run the backbone (eval mode, eval transform) over every manifest row, in batches on `device`.
 
     On the CPU with `workers` > 1 the batches are shared round-robin among that many spawned processes of one
@@ -70,20 +76,33 @@ def extract_features(manifest: Manifest, cfg: BackboneConfig, device: torch.devi
         chunks = _embed(backbone, manifest, cfg, batches, device, num_workers)
     feats = np.concatenate(chunks).astype(np.float32)
     # the rate goes to the log only: a clock reading in the cache would make it differ on every run
-    log.info("features: %d x %d from %s, %.1f images/s on %s (%d process%s)", *feats.shape, cfg.name,
-             len(rows) / (time.perf_counter() - start), device, workers if device.type == "cpu" else 1,
-             "es" if workers > 1 and device.type == "cpu" else "")
+    log.info(
+        "features: %d x %d from %s, %.1f images/s on %s (%d process%s)",
+        *feats.shape,
+        cfg.name,
+        len(rows) / (time.perf_counter() - start),
+        device,
+        workers if device.type == "cpu" else 1,
+        "es" if workers > 1 and device.type == "cpu" else "",
+    )
     t = manifest.table
     return FeatureCache(feats, t["label"].to_numpy(np.int64), t["split"].to_numpy(str), t["fold"].to_numpy(np.int64))
 
 
-def _embed(backbone, manifest: Manifest, cfg: BackboneConfig, batches: list[np.ndarray], device: torch.device,
-           num_workers: int = 0) -> list[np.ndarray]:
+def _embed(
+    backbone,
+    manifest: Manifest,
+    cfg: BackboneConfig,
+    batches: list[np.ndarray],
+    device: torch.device,
+    num_workers: int = 0,
+) -> list[np.ndarray]:
     """The features of each batch of manifest rows, in order."""
     images = ManifestImages(manifest, np.concatenate(batches), eval_transform(cfg))
     sizes = [len(b) for b in batches]
-    loader = DataLoader(images, batch_sampler=_consecutive(sizes), num_workers=num_workers,
-                        pin_memory=device.type == "cuda")
+    loader = DataLoader(
+        images, batch_sampler=_consecutive(sizes), num_workers=num_workers, pin_memory=device.type == "cuda"
+    )
     chunks = []
     with tqdm(total=sum(sizes), desc=f"embed ({cfg.name})", unit="img") as progress:
         for x, _ in loader:

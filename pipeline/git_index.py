@@ -42,7 +42,10 @@ def refresh_if_stale(path: str | Path) -> bool:
     stale = is_stale(path)
     if stale:
         Path(path).touch()
-        log.warning("%s: changed since git last looked, but `git status` / `git diff` showed it unchanged (git's "
-                    "index trusted a stale timestamp, e.g. after a failed `dvc exp run -S`); touched it so that git "
-                    "shows the change. These are the values that run now.", Path(path).name)
+        log.warning(
+            "%s: changed since git last looked, but `git status` / `git diff` showed it unchanged (git's "
+            "index trusted a stale timestamp, e.g. after a failed `dvc exp run -S`); touched it so that git "
+            "shows the change. These are the values that run now.",
+            Path(path).name,
+        )
     return stale

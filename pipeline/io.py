@@ -11,8 +11,9 @@ import signal
 import tempfile
 import threading
 import zipfile
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
 
 import numpy as np
 

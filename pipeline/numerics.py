@@ -98,8 +98,11 @@ def pin() -> None:
     Warns when a numeric library was loaded before, since it has then made its choice already."""
     loaded = [m for m in _NUMERIC_MODULES if m in sys.modules]
     if loaded and not native():
-        warnings.warn(f"pipeline.numerics: {', '.join(loaded)} loaded before the CPU numerics were pinned; "
-                      "import pipeline first", RuntimeWarning, stacklevel=2)
+        warnings.warn(
+            f"pipeline.numerics: {', '.join(loaded)} loaded before the CPU numerics were pinned; import pipeline first",
+            RuntimeWarning,
+            stacklevel=2,
+        )
     n = str(threads())
     os.environ.update({k: n for k in THREAD_VARIABLES})
     if not native():
@@ -119,8 +122,11 @@ def _interpose_sqrt() -> None:
         problem = _compile_shim(library)
         if problem:
             _sqrt_status = f"MKL VML ({problem}: square roots may differ between CPUs)"
-            warnings.warn(f"pipeline.numerics: {problem}, so torch's square roots depend on the CPU "
-                          "(install gcc to pin them)", RuntimeWarning, stacklevel=3)
+            warnings.warn(
+                f"pipeline.numerics: {problem}, so torch's square roots depend on the CPU (install gcc to pin them)",
+                RuntimeWarning,
+                stacklevel=3,
+            )
             return
     ctypes.CDLL(str(library), mode=os.RTLD_GLOBAL)
     _sqrt_status = "IEEE (interposed for MKL VML)"

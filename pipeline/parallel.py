@@ -28,9 +28,10 @@ import signal
 import sys
 import threading
 import time
+from collections.abc import Callable, Sequence
 from concurrent.futures import ProcessPoolExecutor, as_completed
 from contextlib import contextmanager
-from typing import Callable, Sequence, TypeVar
+from typing import TypeVar
 
 from pipeline import numerics
 from pipeline.io import ctrl_c_ignored
@@ -55,6 +56,7 @@ def _die_with(parent: int) -> None:
     if sys.platform.startswith("linux"):
         ctypes.CDLL(None, use_errno=True).prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
     else:
+
         def watch():
             while os.getppid() == parent:
                 time.sleep(0.5)
@@ -96,8 +98,9 @@ def _thread_environment(threads: int):
                 os.environ[k] = v
 
 
-def run_jobs(fn: Callable[[Job], Result], jobs: Sequence[Job], workers: int, threads: int,
-             desc: str = "jobs") -> list[Result]:
+def run_jobs(
+    fn: Callable[[Job], Result], jobs: Sequence[Job], workers: int, threads: int, desc: str = "jobs"
+) -> list[Result]:
     """``[fn(job) for job in jobs]``, in job order; on ``workers`` spawned processes with ``threads``
     threads each when workers > 1, else here with this process's thread count (DML_THREADS, pipeline/numerics.py).
 
@@ -109,8 +112,12 @@ def run_jobs(fn: Callable[[Job], Result], jobs: Sequence[Job], workers: int, thr
     if workers <= 1 or len(jobs) <= 1:
         return [fn(job) for job in tqdm(jobs, desc=desc, unit="job")]
     with _thread_environment(threads):  # the workers start with the first job: inside, with these variables
-        pool = ProcessPoolExecutor(min(workers, len(jobs)), mp_context=multiprocessing.get_context("spawn"),
-                                   initializer=_start_worker, initargs=(os.getpid(),))
+        pool = ProcessPoolExecutor(
+            min(workers, len(jobs)),
+            mp_context=multiprocessing.get_context("spawn"),
+            initializer=_start_worker,
+            initargs=(os.getpid(),),
+        )
         try:
             futures = [pool.submit(fn, job) for job in jobs]
             for done in tqdm(as_completed(futures), total=len(jobs), desc=desc, unit="job"):

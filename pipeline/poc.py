@@ -66,30 +66,58 @@ def run_poc(params: Params, variant: str, data: FoldData, device: torch.device, 
     """Train one variant in 2-D from replicate `seed`; return training embeddings, proxies, covering radius
     and test MAP@R. The variants of one seed start from the same network."""
     poc = params.poc
-    ccp = dataclasses.replace(params.ccp, proxies_per_class=poc.proxies_per_class, pool_size=poc.pool_size,
-                              max_subproblems=poc.max_subproblems, embedding_norm="lipschitz")
-    train = dataclasses.replace(params.train, embedding_dim=2, head_hidden=poc.hidden, max_epochs=poc.max_epochs,
-                                classes_per_batch=min(params.train.classes_per_batch, 10))
+    ccp = dataclasses.replace(
+        params.ccp,
+        proxies_per_class=poc.proxies_per_class,
+        pool_size=poc.pool_size,
+        max_subproblems=poc.max_subproblems,
+        embedding_norm="lipschitz",
+    )
+    train = dataclasses.replace(
+        params.train,
+        embedding_dim=2,
+        head_hidden=poc.hidden,
+        max_epochs=poc.max_epochs,
+        classes_per_batch=min(params.train.classes_per_batch, 10),
+    )
     seed_everything(derive_seed(params.seed, "poc", seed))  # the same initial network for every variant
     model = Embedder(None, build_head(data.train[0][0].numel(), 2, poc.hidden), "lipschitz")
     objective = CCPObjective(ccp, poc.loss, variant, 10, 2, train.lr * ccp.proxy_lr_multiplier)
-    result = fit(model, objective, data, train, device, desc=f"poc-{variant}",
-                 batch_seed=derive_seed(params.seed, "poc-batches", seed))
+    result = fit(
+        model,
+        objective,
+        data,
+        train,
+        device,
+        desc=f"poc-{variant}",
+        batch_seed=derive_seed(params.seed, "poc-batches", seed),
+    )
     # the final state: converged proxies, and the next proxies K-center would pick (CCP Fig. 2: boxes, circles)
     emb = torch.as_tensor(embed(model, data.train, device))
     labels = torch.as_tensor(data.train_labels)
     with torch.no_grad():
         proxies = objective.references(model).cpu()
     proxy_labels = objective.anchor_labels.cpu()
-    _, next_proxies = k_center_per_class(rows_per_class(data.train_labels), lambda rows: emb[torch.as_tensor(rows)], proxies,
-                                         poc.proxies_per_class, poc.pool_size)
+    _, next_proxies = k_center_per_class(
+        rows_per_class(data.train_labels),
+        lambda rows: emb[torch.as_tensor(rows)],
+        proxies,
+        poc.proxies_per_class,
+        poc.pool_size,
+    )
     radius = covering_radius(emb, labels, proxies, poc.proxies_per_class)
     next_radius = covering_radius(emb, labels, next_proxies, poc.proxies_per_class)
     return {
-        "embeddings": emb.numpy(), "labels": data.train_labels, "proxies": proxies.numpy(),
-        "next_proxies": next_proxies.numpy(), "proxy_labels": proxy_labels.numpy(),
-        "covering_radius_max": float(radius.max()), "covering_radius_mean": float(radius.mean()),
-        "next_radius_max": float(next_radius.max()), "next_radius_mean": float(next_radius.mean()),
+        "embeddings": emb.numpy(),
+        "labels": data.train_labels,
+        "proxies": proxies.numpy(),
+        "next_proxies": next_proxies.numpy(),
+        "proxy_labels": proxy_labels.numpy(),
+        "covering_radius_max": float(radius.max()),
+        "covering_radius_mean": float(radius.mean()),
+        "next_radius_max": float(next_radius.max()),
+        "next_radius_mean": float(next_radius.mean()),
         "test_map_at_r": map_at_r(embed(model, data.test, device), data.test_labels),
-        "subproblems": len(objective.diagnostics), "epochs": len(result.history) - 1,
+        "subproblems": len(objective.diagnostics),
+        "epochs": len(result.history) - 1,
     }

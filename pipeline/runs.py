@@ -21,13 +21,23 @@ ALTERNATING_CCP_VARIANTS = ("ccp", "sample_ccp")  # re-initialise their anchors:
 PROFS_VARIANTS = ("plain", "profs", "profs_hncm")
 # the ccp keys every CCP-family run trains with besides its loss's own section, and those only Algorithm 1's
 # alternating runs add: the train_ccp_base / train_ccp stages' params in dvc.yaml (a test checks they agree)
-CCP_SHARED_KEYS = ("proxies_per_class", "in_batch_weight", "proxy_lr_multiplier", "reset_proxy_optimizer", "reducer",
-                   "similarity", "kcenter_space", "embedding_norm")
+CCP_SHARED_KEYS = (
+    "proxies_per_class",
+    "in_batch_weight",
+    "proxy_lr_multiplier",
+    "reset_proxy_optimizer",
+    "reducer",
+    "similarity",
+    "kcenter_space",
+    "embedding_norm",
+)
 CCP_ALGORITHM_1_KEYS = ("lambda", "zero_lambda_first", "pool_size", "patience", "max_subproblems")
 
 
 def ccp_runs(params) -> list[str]:
-    return [f"{loss}_{variant}" for loss in params.ccp.losses for variant in [*params.ccp.variants, *params.ccp.alternating]]
+    return [
+        f"{loss}_{variant}" for loss in params.ccp.losses for variant in [*params.ccp.variants, *params.ccp.alternating]
+    ]
 
 
 def alternating_ccp_runs(params) -> list[str]:
@@ -72,8 +82,11 @@ def model_name(fold: int, seed: int) -> str:
 def run_train_config(params, name: str):
     """train with the run's budget: the PROFS family (plain included) may have its own max_epochs / patience."""
     if parse_profs_run(name) and (params.profs.max_epochs or params.profs.patience):
-        return dataclasses.replace(params.train, max_epochs=params.profs.max_epochs or params.train.max_epochs,
-                                   patience=params.profs.patience or params.train.patience)
+        return dataclasses.replace(
+            params.train,
+            max_epochs=params.profs.max_epochs or params.train.max_epochs,
+            patience=params.profs.patience or params.train.patience,
+        )
     return params.train
 
 

@@ -41,9 +41,16 @@ def random_classes(num_classes: int) -> ClassChooser:
 class ClassBatchSampler(Sampler[list[int]]):
     """`steps` batches of `classes_per_batch` x `images_per_class` dataset indices, class-major."""
 
-    def __init__(self, labels: np.ndarray, classes_per_batch: int, images_per_class: int, steps: int,
-                 seed: int, choose_classes: ClassChooser | None = None,
-                 representatives: Representatives | None = None):
+    def __init__(
+        self,
+        labels: np.ndarray,
+        classes_per_batch: int,
+        images_per_class: int,
+        steps: int,
+        seed: int,
+        choose_classes: ClassChooser | None = None,
+        representatives: Representatives | None = None,
+    ):
         self.rows = rows_per_class(labels)
         self.sizes = np.array([len(r) for r in self.rows])
         self.table = np.zeros((len(self.rows), self.sizes.max()), dtype=np.int64)  # class -> its rows, padded
@@ -65,8 +72,9 @@ class ClassBatchSampler(Sampler[list[int]]):
         for _ in range(self.steps):
             classes = np.asarray(self.choose_classes(self.rng, self.classes_per_batch))
             if len(classes) != self.classes_per_batch or len(np.unique(classes)) != len(classes):
-                raise ValueError(f"the class chooser returned {classes.tolist()}, not "
-                                 f"{self.classes_per_batch} distinct classes")
+                raise ValueError(
+                    f"the class chooser returned {classes.tolist()}, not {self.classes_per_batch} distinct classes"
+                )
             if self.representatives is None:
                 yield self._images(classes, self.images_per_class).ravel().tolist()
                 continue
@@ -103,5 +111,8 @@ class RandomClassBatchSampler(Sampler[list[int]]):
     def __iter__(self) -> Iterator[list[int]]:
         for _ in range(self.steps):
             classes, counts = np.unique(self.rng.integers(len(self.rows), size=self.batch_size), return_counts=True)
-            yield [int(i) for c, k in zip(classes, counts)
-                   for i in self.rng.choice(self.rows[c], size=k, replace=len(self.rows[c]) < k)]
+            yield [
+                int(i)
+                for c, k in zip(classes, counts)
+                for i in self.rng.choice(self.rows[c], size=k, replace=len(self.rows[c]) < k)
+            ]

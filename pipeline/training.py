@@ -121,12 +121,22 @@ def _loading(dataset: Dataset, workers: int, device: torch.device, persistent: b
     `persistent` keeps the workers between epochs (the training loader, built once per fit)."""
     if isinstance(dataset, TensorDataset):
         return {}
-    return {"num_workers": workers, "pin_memory": device.type == "cuda", "persistent_workers": persistent and workers > 0}
+    return {
+        "num_workers": workers,
+        "pin_memory": device.type == "cuda",
+        "persistent_workers": persistent and workers > 0,
+    }
 
 
 @torch.no_grad()
-def embed(model: torch.nn.Module, dataset: Dataset, device: torch.device, num_workers: int = 0, amp: str = "fp32",
-          batch_size: int = 512) -> np.ndarray:
+def embed(
+    model: torch.nn.Module,
+    dataset: Dataset,
+    device: torch.device,
+    num_workers: int = 0,
+    amp: str = "fp32",
+    batch_size: int = 512,
+) -> np.ndarray:
     """Embeddings of a whole dataset in eval mode, in dataset order, `batch_size` inputs at a time (cached
     features are sliced directly: the same batches without a per-row DataLoader)."""
     model.eval()
@@ -151,8 +161,9 @@ def _batches(data: FoldData, cfg: TrainConfig, device: torch.device, objective: 
     loading = _loading(data.train, cfg.num_workers, device, persistent=True)
     batches = objective.batch_sampler(data.train_labels, cfg, seed)
     if batches is None:
-        batches = ClassBatchSampler(data.train_labels, cfg.classes_per_batch, cfg.images_per_class,
-                                    cfg.steps_per_epoch, seed)
+        batches = ClassBatchSampler(
+            data.train_labels, cfg.classes_per_batch, cfg.images_per_class, cfg.steps_per_epoch, seed
+        )
     if distributed.world_size() > 1:
         batches = distributed.ShardedBatches(batches, distributed.rank(), distributed.world_size())
     if isinstance(data.train, TensorDataset):
@@ -199,17 +210,27 @@ def wrap_for_ranks(model: torch.nn.Module, objective: Objective, device: torch.d
     if distributed.world_size() == 1:
         return model
     objective.distribute()
-    return torch.nn.parallel.DistributedDataParallel(model, device_ids=[device.index] if device.type == "cuda" else None)
+    return torch.nn.parallel.DistributedDataParallel(
+        model, device_ids=[device.index] if device.type == "cuda" else None
+    )
 
 
-def fit(model: torch.nn.Module, objective: Objective, data: FoldData, cfg: TrainConfig,
-        device: torch.device, desc: str = "train", batch_seed: int = 0) -> FitResult:
+def fit(
+    model: torch.nn.Module,
+    objective: Objective,
+    data: FoldData,
+    cfg: TrainConfig,
+    device: torch.device,
+    desc: str = "train",
+    batch_seed: int = 0,
+) -> FitResult:
     """Train under the budget rule (module docstring) with early stopping on validation MAP@R; return the
     best state, the per-epoch log and why training stopped. `batch_seed` seeds the batches."""
     num_classes = len(np.unique(data.train_labels))
     if num_classes < cfg.classes_per_batch:
-        raise TrainingError(f"train.classes_per_batch={cfg.classes_per_batch} exceeds the "
-                            f"{num_classes} training classes of this fold")
+        raise TrainingError(
+            f"train.classes_per_batch={cfg.classes_per_batch} exceeds the {num_classes} training classes of this fold"
+        )
     model.to(device)
     objective.to(device)
     optimizer = make_optimizer(model, objective, cfg)
@@ -241,8 +262,9 @@ def fit(model: torch.nn.Module, objective: Objective, data: FoldData, cfg: Train
         row = {"epoch": epoch, "train_loss": float(np.mean(losses)), "val_map_at_r": val, **objective.progress()}
         result.history.append(row)
         improved = val > result.best_val_map_at_r + cfg.min_delta
-        log.info("%s: epoch %d loss %.4f val MAP@R %.4f%s", desc, epoch, np.mean(losses), val,
-                 " (best)" if improved else "")
+        log.info(
+            "%s: epoch %d loss %.4f val MAP@R %.4f%s", desc, epoch, np.mean(losses), val, " (best)" if improved else ""
+        )
         if improved:
             result.best_state, result.best_epoch, result.best_val_map_at_r = snapshot(), epoch, val
             stale = 0
@@ -251,8 +273,9 @@ def fit(model: torch.nn.Module, objective: Objective, data: FoldData, cfg: Train
         exhausted = stale >= cfg.patience
         if objective.end_epoch(ctx, epoch, val, exhausted):
             result.stop_reason = "patience" if exhausted else "method"
-            log.info("%s: stopped after epoch %d (%s; %d epochs without improvement)", desc, epoch,
-                     result.stop_reason, stale)
+            log.info(
+                "%s: stopped after epoch %d (%s; %d epochs without improvement)", desc, epoch, result.stop_reason, stale
+            )
             break
     objective.finish(ctx)
     if math.isnan(result.best_val_map_at_r):

@@ -25,8 +25,8 @@ from __future__ import annotations
 import hashlib
 import json
 import logging
+from collections.abc import Callable
 from pathlib import Path
-from typing import Callable
 
 import numpy as np
 
@@ -38,10 +38,8 @@ log = logging.getLogger(__name__)
 
 
 def apply_values(params: Params, values: dict[str, float], source: str = "tuned values") -> Params:
-    """`params` with each dotted key set to its value, validated again. The presets were applied when
-    `params` was loaded, so they are dropped here: a preset must not overwrite a tuned value."""
+    """`params` with each dotted key set to its value, validated again."""
     raw = to_dict(params)
-    raw["presets"] = {}
     for key, value in values.items():
         node = dotted(raw, key, parent=True)
         if node is None:
@@ -81,14 +79,23 @@ def tuning_order(params: Params) -> list[str]:
 
 def study_name(params: Params, run: str, inherited: dict[str, float] | None = None) -> str:
     """`<run>-<fingerprint>`: the fingerprint hashes every setting that changes what the run's trials measure
-    (data but its file locations, backbone, the run's budget and its own section, the folds and seed, the search, the values it
-    inherits), and nothing else, so another run's change or more trials leave the study as it is."""
+    (data but its file locations, backbone, the run's budget and its own section, the folds and seed, the search,
+    the values it inherits), and nothing else, so another run's change or more trials leave the study as it is."""
     data = {k: v for k, v in to_dict(params.data).items() if k not in _LOCATIONS}
-    settings = {"seed": params.seed, "data": data, "backbone": to_dict(params.backbone),
-                "train": to_dict(run_train_config(params, run)), "run": to_dict(run_config(params, run)),
-                "folds": params.experiment.folds, "replicate_seed": params.experiment.seeds[0],
-                "tune": {"sampler": params.tune.sampler, "startup_trials": params.tune.startup_trials,
-                         "space": to_dict(params.tune.spaces.get(run, {}))}}
+    settings = {
+        "seed": params.seed,
+        "data": data,
+        "backbone": to_dict(params.backbone),
+        "train": to_dict(run_train_config(params, run)),
+        "run": to_dict(run_config(params, run)),
+        "folds": params.experiment.folds,
+        "replicate_seed": params.experiment.seeds[0],
+        "tune": {
+            "sampler": params.tune.sampler,
+            "startup_trials": params.tune.startup_trials,
+            "space": to_dict(params.tune.spaces.get(run, {})),
+        },
+    }
     if inherited:
         settings["inherited"] = inherited
     digest = hashlib.sha256(json.dumps([run, settings], sort_keys=True, default=str).encode()).hexdigest()
@@ -103,9 +110,15 @@ def make_sampler(name: str, seed: int, startup_trials: int):
     return optuna.samplers.TPESampler(seed=seed, n_startup_trials=startup_trials)
 
 
-def run_study(params: Params, run: str, objective: Callable[[dict[str, float]], float], storage: Path,
-              trials: int, progress: Callable[[int, dict, float], None] | None = None,
-              inherited: dict[str, float] | None = None):
+def run_study(
+    params: Params,
+    run: str,
+    objective: Callable[[dict[str, float]], float],
+    storage: Path,
+    trials: int,
+    progress: Callable[[int, dict, float], None] | None = None,
+    inherited: dict[str, float] | None = None,
+):
     """Complete `trials` trials of `run`'s study in the journal file `storage`, resuming what it already
     holds; returns the Optuna study. `params` has the `inherited` values applied already (they name the study)."""
     import optuna
@@ -118,14 +131,19 @@ def run_study(params: Params, run: str, objective: Callable[[dict[str, float]], 
     if not space:
         raise ParamsError(f"tune.spaces.{run}: no search space for this run")
     storage.parent.mkdir(parents=True, exist_ok=True)
-    study = optuna.create_study(study_name=study_name(params, run, inherited), direction="maximize", load_if_exists=True,
-                                storage=JournalStorage(JournalFileBackend(str(storage))))
+    study = optuna.create_study(
+        study_name=study_name(params, run, inherited),
+        direction="maximize",
+        load_if_exists=True,
+        storage=JournalStorage(JournalFileBackend(str(storage))),
+    )
     for stale in study.get_trials(deepcopy=False, states=(TrialState.RUNNING,)):
         log.info("%s: trial %d was interrupted; marked failed and redone", run, stale.number)
         study.tell(stale.number, state=TrialState.FAIL)
     while (done := len(study.get_trials(deepcopy=False, states=(TrialState.COMPLETE,)))) < trials:
-        study.sampler = make_sampler(params.tune.sampler, derive_seed(params.seed, "tune", run, done),
-                                     params.tune.startup_trials)
+        study.sampler = make_sampler(
+            params.tune.sampler, derive_seed(params.seed, "tune", run, done), params.tune.startup_trials
+        )
         trial = study.ask()
         values = suggest(trial, space)
         value = float(objective(values))
@@ -141,8 +159,10 @@ def completed_trials(study) -> list[dict]:
     """The completed trials in the order they ran: number, value and the values tried."""
     from optuna.trial import TrialState
 
-    return [{"trial": i, "val_map_at_r": t.value, "values": dict(t.params)}
-            for i, t in enumerate(study.get_trials(deepcopy=False, states=(TrialState.COMPLETE,)))]
+    return [
+        {"trial": i, "val_map_at_r": t.value, "values": dict(t.params)}
+        for i, t in enumerate(study.get_trials(deepcopy=False, states=(TrialState.COMPLETE,)))
+    ]
 
 
 def validation_objective(params: Params, run: str, data: str, features: str) -> Callable[[dict[str, float]], float]:
@@ -153,9 +173,13 @@ def validation_objective(params: Params, run: str, data: str, features: str) -> 
 
     def objective(values: dict[str, float]) -> float:
         tuned = apply_values(params, values)
-        jobs = [FoldJob(tuned, run, fold, data, features, seed=params.experiment.seeds[0], test=False)
-                for fold in params.experiment.folds]
-        outcomes = run_jobs(run_fold_job, jobs, params.train.workers, params.train.threads_per_worker, desc=f"{run} trial")
+        jobs = [
+            FoldJob(tuned, run, fold, data, features, seed=params.experiment.seeds[0], test=False)
+            for fold in params.experiment.folds
+        ]
+        outcomes = run_jobs(
+            run_fold_job, jobs, params.train.workers, params.train.threads_per_worker, desc=f"{run} trial"
+        )
         return float(np.mean([o.best_val_map_at_r for o in outcomes]))
 
     return objective

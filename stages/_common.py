@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 import signal
 import sys
-from typing import Callable
+from collections.abc import Callable
 
 from pipeline.config import load_params
 from pipeline.errors import PipelineError

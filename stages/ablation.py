@@ -10,8 +10,9 @@ from stages._common import run
 
 def main(params, args):
     rows, jobs = ablation.jobs(params, args.study, args.data, args.features)
-    outcomes = run_jobs(run_fold_job, jobs, params.train.workers, params.train.threads_per_worker,
-                        desc=f"ablation {args.study}")
+    outcomes = run_jobs(
+        run_fold_job, jobs, params.train.workers, params.train.threads_per_worker, desc=f"ablation {args.study}"
+    )
     write_text(args.out, ablation.results_table(rows, outcomes).to_csv(index=False, float_format="%.6g"))
 
 

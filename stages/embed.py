@@ -16,15 +16,24 @@ def main(params, args):
     from pipeline.models.backbones import describe_backbone
     from pipeline.runtime import choose_device, seed_everything
 
-    info = {"backbone": to_dict(params.backbone), "description": describe_backbone(params.backbone),
-            "mode": params.train.mode}
+    info = {
+        "backbone": to_dict(params.backbone),
+        "description": describe_backbone(params.backbone),
+        "mode": params.train.mode,
+    }
     with atomic_path(args.out) as tmp:
         tmp.mkdir()
         if params.train.mode == "frozen":
             device = choose_device(params.train.device)
             seed_everything(params.seed, device)
-            cache = extract_features(read_manifest(args.data), params.backbone, device, params.train.num_workers,
-                                     download_folder(params.data.download_dir), workers=params.train.workers)
+            cache = extract_features(
+                read_manifest(args.data),
+                params.backbone,
+                device,
+                params.train.num_workers,
+                download_folder(params.data.download_dir),
+                workers=params.train.workers,
+            )
             cache.save(tmp / "features.npz")
             info.update(feature_dim=int(cache.features.shape[1]), num_images=len(cache.labels))
         write_json(tmp / "info.json", info)

@@ -23,11 +23,15 @@ def main(params, args):
     for path, name, models, _, _ in jobs:  # fail before any work if a model is missing
         for fold, seed in models:
             if not embeddings_file(path, fold, seed).is_file():
-                raise FileNotFoundError(f"{embeddings_file(path, fold, seed)}: test embeddings not found "
-                                        f"(run the train stage of {name})")
+                raise FileNotFoundError(
+                    f"{embeddings_file(path, fold, seed)}: test embeddings not found (run the train stage of {name})"
+                )
     results = run_jobs(evaluate_run, jobs, params.eval.workers, threads=1, desc="evaluate")
-    with atomic_path(args.out) as metrics, atomic_path(args.spectra) as spectra, \
-            atomic_path(args.per_class) as per_class:
+    with (
+        atomic_path(args.out) as metrics,
+        atomic_path(args.spectra) as spectra,
+        atomic_path(args.per_class) as per_class,
+    ):
         for folder in (metrics, spectra, per_class):
             folder.mkdir()
         for name, (result, spectrum, scores) in zip(runs, results):
@@ -35,17 +39,27 @@ def main(params, args):
             spectrum.to_csv(spectra / f"{name}.csv", index=False, float_format="%.6g")
             scores.to_csv(per_class / f"{name}.csv", float_format="%.5g")
     # validation MAP@R first: the column to sort `dvc exp show` by (the test columns are for reading only)
-    write_json(args.headline, {name: {"val_map_at_r": result["validation"]["map_at_r"],
-                                      **{k: result["separated"]["mean"][k] for k in HEADLINE}}
-                               for name, (result, _, _) in zip(runs, results)})
+    write_json(
+        args.headline,
+        {
+            name: {
+                "val_map_at_r": result["validation"]["map_at_r"],
+                **{k: result["separated"]["mean"][k] for k in HEADLINE},
+            }
+            for name, (result, _, _) in zip(runs, results)
+        },
+    )
 
 
 def configure(p):
     p.add_argument("--models", default="data/models", help="folder with <run>/fold-<k>-seed-<s>/test_embeddings.npz")
     p.add_argument("--out", default="data/evaluation/metrics", help="folder of metrics JSON files, one per run")
     p.add_argument("--spectra", default="data/evaluation/spectra", help="folder of singular value CSVs, one per run")
-    p.add_argument("--per-class", default="data/evaluation/per_class",
-                   help="folder of CSVs of every model's MAP@R and P@1 per test class, one per run")
+    p.add_argument(
+        "--per-class",
+        default="data/evaluation/per_class",
+        help="folder of CSVs of every model's MAP@R and P@1 per test class, one per run",
+    )
     p.add_argument("--headline", default="data/evaluation/headline_metrics.json")
 
 

@@ -28,14 +28,28 @@ def main(params, args):
     if "lanml_minus" in methods and "lmnn" in methods:  # the paper: LANML about 10x faster than LMNN
         ratio = methods["lmnn"]["fit_seconds"]["mean"] / methods["lanml_minus"]["fit_seconds"]["mean"]
         log.info("%s: fit time LMNN / LANML- (projected gradient) = %.2f", args.dataset, ratio)
-    write_json(args.out, {"dataset": args.dataset, "samples": int(x.shape[0]), "features": int(x.shape[1]),
-                          "classes": int(len(np.unique(y))), "methods": without_timings(methods)})
+    write_json(
+        args.out,
+        {
+            "dataset": args.dataset,
+            "samples": int(x.shape[0]),
+            "features": int(x.shape[1]),
+            "classes": int(len(np.unique(y))),
+            "methods": without_timings(methods),
+        },
+    )
 
 
 def without_timings(methods: dict) -> dict:
     """The methods' results less every wall-clock figure."""
-    return {m: {k: ([{kk: vv for kk, vv in s.items() if kk != "fit_seconds"} for s in v] if k == "splits" else v)
-                for k, v in r.items() if k != "fit_seconds"} for m, r in methods.items()}
+    return {
+        m: {
+            k: ([{kk: vv for kk, vv in s.items() if kk != "fit_seconds"} for s in v] if k == "splits" else v)
+            for k, v in r.items()
+            if k != "fit_seconds"
+        }
+        for m, r in methods.items()
+    }
 
 
 def configure(p):

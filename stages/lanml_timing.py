@@ -24,14 +24,18 @@ def main(params, args):
     for dataset in params.lanml.datasets:
         x, y = load_dataset(dataset, Path(args.cache))
         log.info("%s: timing LANML-, LANML+ and LMNN (best of %d)", dataset, args.repeats)
-        result = {"dataset": dataset, **time_fits(x, y, params.lanml, derive_seed(params.seed, "lanml", dataset),
-                                                  args.repeats)}
+        result = {
+            "dataset": dataset,
+            **time_fits(x, y, params.lanml, derive_seed(params.seed, "lanml", dataset), args.repeats),
+        }
         log.info("%s: %s", dataset, ", ".join(f"{k} {v:.1f}" for k, v in result["ratios"].items()))
         results.append(result)
-    header = ("# LANML fit times (ANML section 7.1.3, Fig. 8)\n\n"
-              "Clock readings (process CPU time; LANML: best of repeats): these numbers differ from machine to machine "
-              "and run to run, unlike every other file under reports/. Settings and what each column means: "
-              "pipeline/linear/timing.py.\n\n")
+    header = (
+        "# LANML fit times (ANML section 7.1.3, Fig. 8)\n\n"
+        "Clock readings (process CPU time; LANML: best of repeats): these numbers differ from machine to machine "
+        "and run to run, unlike every other file under reports/. Settings and what each column means: "
+        "pipeline/linear/timing.py.\n\n"
+    )
     write_text(args.out, header + timing_markdown(results, params.report.decimals))
     write_text(Path(args.out).with_suffix(".json"), json.dumps(results, indent=1) + "\n")
 

@@ -12,11 +12,20 @@ from pipeline.poc import poc_job
 from pipeline.reporting.figures import poc_figure
 from stages._common import run
 
-PANELS = {"loss_proxy": "(a) Loss-Proxy: one proxy-DML, trained to convergence",
-          "ccp": "(b) CCP: Algorithm 1, re-initialised proxies",
-          "sample_ccp": "(c) sample-based CCP: anchors are samples (section 5.3)"}
-KEYS = ("covering_radius_max", "covering_radius_mean", "next_radius_max", "next_radius_mean", "test_map_at_r",
-        "subproblems", "epochs")
+PANELS = {
+    "loss_proxy": "(a) Loss-Proxy: one proxy-DML, trained to convergence",
+    "ccp": "(b) CCP: Algorithm 1, re-initialised proxies",
+    "sample_ccp": "(c) sample-based CCP: anchors are samples (section 5.3)",
+}
+KEYS = (
+    "covering_radius_max",
+    "covering_radius_mean",
+    "next_radius_max",
+    "next_radius_mean",
+    "test_map_at_r",
+    "subproblems",
+    "epochs",
+)
 
 
 def main(params, args):

@@ -1,11 +1,9 @@
 """prepare: write the data set (images + manifest with split and MLRC folds).
 
 digit_pairs: the embedded default, made from scikit-learn's bundled digits. emoji: the real-image default,
-emoji drawn by eleven artists' sets fetched from the npm registry and rendered (pipeline/data/emoji.py). cub, cars196, sop, inshop:
-the real benchmarks, downloaded (or taken from data.source) and extracted into the output folder.
+emoji drawn by eleven artists' sets fetched from the npm registry and rendered (pipeline/data/emoji.py). cub, cars196,
+sop, inshop: the real benchmarks, downloaded (or taken from data.source) and extracted into the output folder.
 """
-
-from pathlib import Path
 
 from pipeline.download import download_folder
 from pipeline.io import atomic_path
@@ -24,8 +22,16 @@ def main(params, args):
         elif d.name == "emoji":
             from pipeline.data.emoji import write_emoji
 
-            write_emoji(tmp, d.emoji_sets, d.emoji_min_sets, d.render_size, folds, params.seed,
-                        download_folder(d.download_dir) / "npm", d.source)
+            write_emoji(
+                tmp,
+                d.emoji_sets,
+                d.emoji_min_sets,
+                d.render_size,
+                folds,
+                params.seed,
+                download_folder(d.download_dir) / "npm",
+                d.source,
+            )
         else:
             from pipeline.data.benchmarks import prepare_benchmark
 

@@ -22,18 +22,31 @@ from pipeline.runtime import launched_by_torchrun
 from pipeline.tuning import apply_values
 from stages._common import run
 
-SUBPROBLEM_COLUMNS = ["subproblem", "epochs", "steps", "best_val_map_at_r", "initial_radius_max",
-                      "initial_radius_mean", "covering_radius_max", "covering_radius_mean", "lambda",
-                      "proxy_shift_first_epoch_mean", "proxy_shift_first_epoch_max", "proxy_shift_mean",
-                      "proxy_shift_max"]
+SUBPROBLEM_COLUMNS = [
+    "subproblem",
+    "epochs",
+    "steps",
+    "best_val_map_at_r",
+    "initial_radius_max",
+    "initial_radius_mean",
+    "covering_radius_max",
+    "covering_radius_mean",
+    "lambda",
+    "proxy_shift_first_epoch_mean",
+    "proxy_shift_first_epoch_max",
+    "proxy_shift_mean",
+    "proxy_shift_max",
+]
 
 
 def main(params, args):
     source = Path(args.params).name
     runs = all_runs(params)
     if args.method not in runs:
-        raise ParamsError(f"{source}: method {args.method!r} is not one of the configured runs "
-                          f"({', '.join(runs)}; see experiment.methods and the ccp and profs losses and variants)")
+        raise ParamsError(
+            f"{source}: method {args.method!r} is not one of the configured runs "
+            f"({', '.join(runs)}; see experiment.methods and the ccp and profs losses and variants)"
+        )
     tuned = read_json(args.tuned)["values"] if args.tuned else {}  # the tune stage's values for this run
     if tuned:  # its values replace params.yaml's for this run; none: trained as written
         params = apply_values(params, tuned, source=args.tuned)
@@ -47,10 +60,15 @@ def main(params, args):
         out, logs = (stack.enter_context(atomic_path(p)) for p in (args.out, args.train_logs))
         out.mkdir()  # the workers create only their own model folders in it
         subproblems = stack.enter_context(atomic_path(args.subproblems)) if args.subproblems else None
-        jobs = [FoldJob(params, args.method, fold, args.data, args.features, str(out / model_name(fold, seed)), seed=seed)
-                for fold, seed in models]
-        outcomes = ([run_fold_job(job) for job in jobs] if ranked else
-                    run_jobs(run_fold_job, jobs, params.train.workers, params.train.threads_per_worker, desc=args.method))
+        jobs = [
+            FoldJob(params, args.method, fold, args.data, args.features, str(out / model_name(fold, seed)), seed=seed)
+            for fold, seed in models
+        ]
+        outcomes = (
+            [run_fold_job(job) for job in jobs]
+            if ranked
+            else run_jobs(run_fold_job, jobs, params.train.workers, params.train.threads_per_worker, desc=args.method)
+        )
         for d in (logs, subproblems):
             if d is not None:
                 d.mkdir()
@@ -73,8 +91,12 @@ def configure(p):
     p.add_argument("--data", default="data/prepared")
     p.add_argument("--features", default="data/features")
     p.add_argument("--out", required=True, help="model folder (one fold-<k>-seed-<s> folder per model)")
-    p.add_argument("--train-logs", required=True, help="folder of per-epoch CSV logs, one per model (dvc plots); "
-                   "not --logs: torchrun would take that for its --logs-specs")
+    p.add_argument(
+        "--train-logs",
+        required=True,
+        help="folder of per-epoch CSV logs, one per model (dvc plots); "
+        "not --logs: torchrun would take that for its --logs-specs",
+    )
     p.add_argument("--subproblems", help="folder of CSVs with one row per sub-problem (outer-loop methods)")
     p.add_argument("--tuned", help="the tune stage's values for this run (data/tuned/<run>.json)")
 

@@ -24,21 +24,46 @@ log = logging.getLogger("stages.tune")
 
 def record(params, name: str, inherited: dict, studies: Path, data: str, features: str) -> dict:
     space = params.tune.spaces.get(name, {})
-    base = {"run": name, "space": to_dict(space), "inherits": params.tune.inherit.get(name), "inherited": inherited,
-            "trials": 0, "values": dict(inherited), "best_val_map_at_r": None, "history": []}
+    base = {
+        "run": name,
+        "space": to_dict(space),
+        "inherits": params.tune.inherit.get(name),
+        "inherited": inherited,
+        "trials": 0,
+        "values": dict(inherited),
+        "best_val_map_at_r": None,
+        "history": [],
+    }
     if not (params.tune.trials and space):
         return base
     fixed = apply_values(params, inherited, source=f"values {name} inherits") if inherited else params
-    log.info("%s: %d trials over %s%s", name, params.tune.trials, ", ".join(space),
-             f" at {base['inherits']}'s {inherited}" if inherited else "")
-    study = run_study(fixed, name, validation_objective(fixed, name, data, features), studies / f"{name}.journal",
-                      params.tune.trials, progress=lambda n, values, value: log.info(
-                          "%s: trial %d validation MAP@R %.4f at %s", name, n, value, values), inherited=inherited)
+    log.info(
+        "%s: %d trials over %s%s",
+        name,
+        params.tune.trials,
+        ", ".join(space),
+        f" at {base['inherits']}'s {inherited}" if inherited else "",
+    )
+    study = run_study(
+        fixed,
+        name,
+        validation_objective(fixed, name, data, features),
+        studies / f"{name}.journal",
+        params.tune.trials,
+        progress=lambda n, values, value: log.info("%s: trial %d validation MAP@R %.4f at %s", name, n, value, values),
+        inherited=inherited,
+    )
     history = completed_trials(study)
     best = max(history, key=lambda t: t["val_map_at_r"])  # the first of equal ones
-    return {**base, "study": study_name(fixed, name, inherited), "trials": len(history),
-            "values": {**inherited, **best["values"]}, "best_trial": best["trial"],
-            "best_val_map_at_r": best["val_map_at_r"], "history": history}
+    return {
+        **base,
+        "study": study_name(fixed, name, inherited),
+        "trials": len(history),
+        "values": {**inherited, **best["values"]},
+        "best_trial": best["trial"],
+        "best_val_map_at_r": best["val_map_at_r"],
+        "history": history,
+    }
 
 
 def main(params, args):
@@ -63,8 +88,11 @@ def configure(p):
     p.add_argument("--features", default="data/features")
     p.add_argument("--studies", default="data/tune", help="folder of Optuna journal files, one per tuned run")
     p.add_argument("--out", default="data/tuned", help="folder of the values each run trains at, one JSON per run")
-    p.add_argument("--records", default="data/tuning",
-                   help="folder of tuning records (space, best and every trial), one JSON per run")
+    p.add_argument(
+        "--records",
+        default="data/tuning",
+        help="folder of tuning records (space, best and every trial), one JSON per run",
+    )
 
 
 if __name__ == "__main__":

@@ -16,20 +16,43 @@ ROOT = Path(__file__).resolve().parents[1]
 TINY_OVERRIDES = {
     "experiment": {"methods": ["ms", "proxy_anchor"], "folds": [0, 1], "seeds": [0, 1]},
     "data": {"num_classes": 16, "images_per_class": 8},
-    "train": {"embedding_dim": 8, "head_hidden": 16, "classes_per_batch": 2, "images_per_class": 4,
-              "steps_per_epoch": 3, "max_epochs": 3, "patience": 2},
+    "train": {
+        "embedding_dim": 8,
+        "head_hidden": 16,
+        "classes_per_batch": 2,
+        "images_per_class": 4,
+        "steps_per_epoch": 3,
+        "max_epochs": 3,
+        "patience": 2,
+    },
     "eval": {"kmeans_niter": 5},
     # zero_lambda_first off: the tiny runs may have a single sub-problem, and ccp.lambda must still act there
-    "ccp": {"losses": ["c2"], "variants": ["loss_proxy"], "alternating": ["ccp"], "proxies_per_class": 2, "pool_size": 3,
-            "zero_lambda_first": False},
+    "ccp": {
+        "losses": ["c2"],
+        "variants": ["loss_proxy"],
+        "alternating": ["ccp"],
+        "proxies_per_class": 2,
+        "pool_size": 3,
+        "zero_lambda_first": False,
+    },
     "profs": {"losses": ["ms"], "variants": ["plain", "profs_hncm"]},
     "poc": {"max_epochs": 3, "max_subproblems": 2, "hidden": 8, "seeds": [0, 1]},
-    "ablation": {"ccp": {"proxies_per_class": [1, 2], "pool_factors": [1, 2], "lambdas": [0.0, 2e-4]},
-                 "profs": {"loss": "ms", "lambdas": [0.0, 1e-3], "m": [5]}},
+    "ablation": {
+        "ccp": {"proxies_per_class": [1, 2], "pool_factors": [1, 2], "lambdas": [0.0, 2e-4]},
+        "profs": {"loss": "ms", "lambdas": [0.0, 1e-3], "m": [5]},
+    },
     "report": {"spectrum_runs": ["ms", "c2_ccp"]},
-    "lanml": {"datasets": ["iris"], "methods": ["euclidean", "lanml_minus", "lmnn"], "repeats": 2, "cv_folds": 2,
-              "max_k": 5, "grids": {"lanml_minus": {"lam": [0.5], "gamma1": [-1.0], "gamma2": [2.0]},
-                                    "lmnn": {"regularization": [0.5], "n_neighbors": [3]}}},
+    "lanml": {
+        "datasets": ["iris"],
+        "methods": ["euclidean", "lanml_minus", "lmnn"],
+        "repeats": 2,
+        "cv_folds": 2,
+        "max_k": 5,
+        "grids": {
+            "lanml_minus": {"lam": [0.5], "gamma1": [-1.0], "gamma2": [2.0]},
+            "lmnn": {"regularization": [0.5], "n_neighbors": [3]},
+        },
+    },
 }
 
 
@@ -62,12 +85,12 @@ def write_params(path: Path, data: dict) -> Path:
     return path
 
 
-def write_params_like_dvc(path: Path, overrides: dict) -> Path:
-    """The project's params.yaml with `overrides` set the way `dvc exp run -S` sets them (DVC's own YAML
-    round trip), so the file keeps the project's layout and comments."""
+def write_params_like_dvc(path: Path, overrides: dict, template: Path = ROOT / "params.yaml") -> Path:
+    """`template` (the project's params.yaml) with `overrides` set the way `dvc exp run --no-hydra -S` sets
+    them (DVC's own YAML round trip), so the file keeps the template's layout and comments."""
     from dvc.utils.serialize import modify_yaml
 
-    path.write_text((ROOT / "params.yaml").read_text())
+    path.write_text(template.read_text())
 
     def assign(node, values):
         for key, value in values.items():
@@ -93,8 +116,14 @@ def tiny_data(tmp_path, tiny_params):
     root = tmp_path / "prepared"
     root.mkdir()
     d = tiny_params.data
-    write_digit_pairs(root, d.num_classes, d.images_per_class, d.train_instance_fraction,
-                      len(tiny_params.experiment.folds), tiny_params.seed)
+    write_digit_pairs(
+        root,
+        d.num_classes,
+        d.images_per_class,
+        d.train_instance_fraction,
+        len(tiny_params.experiment.folds),
+        tiny_params.seed,
+    )
     manifest = read_manifest(root)
     return manifest, extract_features(manifest, tiny_params.backbone, torch.device("cpu"))
 

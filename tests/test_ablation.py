@@ -16,7 +16,10 @@ def test_ccp_grid_is_proxies_times_pool_factors_then_lambdas(tiny_params):
     assert [r["lambda"] for r in rows[4:]] == [0.0, 2e-4]
     for row, params in points:  # each point trains with exactly its settings, the rest of ccp unchanged
         assert (params.ccp.proxies_per_class, params.ccp.pool_size, params.ccp.lambda_) == (
-            row["proxies_per_class"], row["pool_size"], row["lambda"])
+            row["proxies_per_class"],
+            row["pool_size"],
+            row["lambda"],
+        )
         assert params.ccp.patience == tiny_params.ccp.patience and params.profs == tiny_params.profs
     assert rows[4]["pool_size"] == tiny_params.ccp.pool_size  # the lambda sweep keeps the section's #proxy, b
 
@@ -24,7 +27,10 @@ def test_ccp_grid_is_proxies_times_pool_factors_then_lambdas(tiny_params):
 def test_profs_grid_sweeps_lambda_then_a_fixed_m(tiny_params):
     points = ablation.grid(tiny_params, "profs")  # tiny: lambdas [0, 1e-3], m [5]
     assert [(r["sweep"], r["m_mode"], r["m"], r["lambda"]) for r, _ in points] == [
-        ("lambda", "derived", 30, 0.0), ("lambda", "derived", 30, 1e-3), ("m", "fixed", 5, 1e-3)]
+        ("lambda", "derived", 30, 0.0),
+        ("lambda", "derived", 30, 1e-3),
+        ("m", "fixed", 5, 1e-3),
+    ]
     assert points[2][1].profs.m_mode == "fixed" and points[2][1].profs.m == 5
     _, jobs = ablation.jobs(tiny_params, "profs", "d", "f")
     assert {(j.method, j.fold, j.evaluate, j.out) for j in jobs} == {("ms_profs", 0, True, None)}
@@ -49,13 +55,16 @@ def test_results_table_drops_columns_no_point_has():
     assert "projections" not in table and "mean_steps_per_projection" not in table
 
 
-@pytest.mark.parametrize("override,message", [
-    ({"ablation": {"fold": 3}}, "ablation.fold: 3 is not one of experiment.folds [0, 1]"),
-    ({"ablation": {"ccp": {"lambdas": []}}}, "ablation.ccp.lambdas: needs one or more values"),
-    ({"ablation": {"ccp": {"pool_factors": [0]}}}, "ablation.ccp.pool_factors: must be >= 1, got 0"),
-    ({"ablation": {"profs": {"lambdas": [-1.0]}}}, "ablation.profs.lambdas: must be >= 0.0, got -1.0"),
-    ({"ablation": {"profs": {"loss": "lifted_x"}}}, "ablation.profs.loss: 'lifted_x' is not one of"),
-])
+@pytest.mark.parametrize(
+    "override,message",
+    [
+        ({"ablation": {"fold": 3}}, "ablation.fold: 3 is not one of experiment.folds [0, 1]"),
+        ({"ablation": {"ccp": {"lambdas": []}}}, "ablation.ccp.lambdas: needs one or more values"),
+        ({"ablation": {"ccp": {"pool_factors": [0]}}}, "ablation.ccp.pool_factors: must be >= 1, got 0"),
+        ({"ablation": {"profs": {"lambdas": [-1.0]}}}, "ablation.profs.lambdas: must be >= 0.0, got -1.0"),
+        ({"ablation": {"profs": {"loss": "lifted_x"}}}, "ablation.profs.loss: 'lifted_x' is not one of"),
+    ],
+)
 def test_bad_ablation_params(tiny_dict, override, message):
     from pipeline.config import ParamsError, params_from_dict
 

@@ -11,8 +11,12 @@ from pipeline.config import ParamsError, params_from_dict
 from pipeline.losses.anml import DANMLLoss, ImprovedLiftedLoss, ImprovedNPairLoss, log_sum_exp_radius
 from tests.conftest import merge
 
-X = torch.nn.functional.normalize(torch.tensor(
-    [[1.0, 0.2, 0.0], [0.9, 0.1, 0.3], [0.0, 1.0, 0.1], [0.2, 0.8, -0.4], [-0.5, 0.1, 1.0], [-0.3, -0.2, 0.9]]), dim=1)
+X = torch.nn.functional.normalize(
+    torch.tensor(
+        [[1.0, 0.2, 0.0], [0.9, 0.1, 0.3], [0.0, 1.0, 0.1], [0.2, 0.8, -0.4], [-0.5, 0.1, 1.0], [-0.3, -0.2, 0.9]]
+    ),
+    dim=1,
+)
 Y = torch.tensor([0, 0, 1, 1, 2, 2])
 
 
@@ -23,7 +27,7 @@ def danml_numpy(x, y, g1, g2, l1, l2, outer=lambda v: math.log1p(math.exp(v))):
     total = 0.0
     for i in range(len(y)):
         sim = [d[i, j] for j in range(len(y)) if j != i and y[j] == y[i]]
-        dis = [d[i, l] for l in range(len(y)) if y[l] != y[i]]
+        dis = [d[i, j] for j in range(len(y)) if y[j] != y[i]]
         first = -1 / g1 * math.log((math.exp(-g1 * l1) + sum(math.exp(-g1 * v) for v in sim)) / (len(sim) + 1))
         second = 1 / g2 * math.log((math.exp(-g2 * l2) + sum(math.exp(-g2 * v) for v in dis)) / (len(dis) + 1))
         total += outer(first + second)
@@ -72,8 +76,9 @@ def test_multi_similarity_is_proposition_7():
 
 
 def test_improved_lifted_reduces_to_lifted():
-    lifted = losses.GeneralizedLiftedStructureLoss(neg_margin=-0.5, pos_margin=0.0, distance=distances.CosineSimilarity(),
-                                                   reducer=reducers.MeanReducer())
+    lifted = losses.GeneralizedLiftedStructureLoss(
+        neg_margin=-0.5, pos_margin=0.0, distance=distances.CosineSimilarity(), reducer=reducers.MeanReducer()
+    )
     assert float(ImprovedLiftedLoss(1.0, 1.0, None, None, 0.5)(X, Y)) == pytest.approx(float(lifted(X, Y)), rel=1e-5)
 
 
@@ -85,8 +90,11 @@ def test_improved_lifted_hand_computed():
     for i in range(6):
         pos = [s[i, j] for j in range(6) if j != i and Y[j] == Y[i]]
         neg = [s[i, k] for k in range(6) if Y[k] != Y[i]]
-        t = (1 / g1 * math.log(math.exp(-g1 * l1) + sum(math.exp(-g1 * v) for v in pos))
-             + 1 / g2 * math.log(math.exp(g2 * l2) + sum(math.exp(g2 * v) for v in neg)) + m)
+        t = (
+            1 / g1 * math.log(math.exp(-g1 * l1) + sum(math.exp(-g1 * v) for v in pos))
+            + 1 / g2 * math.log(math.exp(g2 * l2) + sum(math.exp(g2 * v) for v in neg))
+            + m
+        )
         total += max(0.0, t)
     assert float(ImprovedLiftedLoss(g1, g2, l1, l2, m)(X, Y)) == pytest.approx(total / 6, rel=1e-5)
 
@@ -96,16 +104,23 @@ def test_improved_npair():
     gamma, lam = 2.0, 0.1
     a, p = X[[0, 2, 4]], X[[1, 3, 5]]
     f = (a @ p.T).double()
-    expected = np.mean([math.log1p(sum(math.exp(gamma * (-lam + f[i, j] - f[i, i])) for j in range(3) if j != i)) / gamma
-                        for i in range(3)])
+    expected = np.mean(
+        [
+            math.log1p(sum(math.exp(gamma * (-lam + f[i, j] - f[i, i])) for j in range(3) if j != i)) / gamma
+            for i in range(3)
+        ]
+    )
     assert float(ImprovedNPairLoss(gamma, lam)(X, Y)) == pytest.approx(expected, rel=1e-5)
 
 
-@pytest.mark.parametrize("override,message", [
-    ({"gamma1": 0.0}, "params.yaml: baselines.danml.loss.gamma1: must be < 0.0, got 0.0"),
-    ({"gamma1": 1.0}, "params.yaml: baselines.danml.loss.gamma1: must be < 0.0"),
-    ({"gamma2": -3.0}, "params.yaml: baselines.danml.loss.gamma2: must be > 0.0, got -3.0"),
-])
+@pytest.mark.parametrize(
+    "override,message",
+    [
+        ({"gamma1": 0.0}, "params.yaml: baselines.danml.loss.gamma1: must be < 0.0, got 0.0"),
+        ({"gamma1": 1.0}, "params.yaml: baselines.danml.loss.gamma1: must be < 0.0"),
+        ({"gamma2": -3.0}, "params.yaml: baselines.danml.loss.gamma2: must be > 0.0, got -3.0"),
+    ],
+)
 def test_bad_danml_params(tiny_dict, override, message):
     with pytest.raises(ParamsError) as err:
         params_from_dict(merge(tiny_dict, {"baselines": {"danml": {"loss": override}}}))

@@ -11,12 +11,12 @@ import torch
 from PIL import Image
 
 from pipeline.config import BackboneConfig
+from pipeline.methods.objective import trainable
 from pipeline.models import backbones
 from pipeline.models.backbones import BackboneError, build_backbone
 from pipeline.models.bn_inception import BNInception
 from pipeline.models.embedder import Embedder, build_head
 from pipeline.models.transforms import eval_transform, train_transform
-from pipeline.methods.objective import trainable
 
 
 class _Pickled:
@@ -47,8 +47,10 @@ def test_resnet50_trunk_matches_torchvision():
     assert _count(trunk) == 25_557_032 - 2_049_000
 
 
-@pytest.mark.parametrize("name,pooling,width", [("bn_inception", "avg", 1024), ("bn_inception", "avg_cat_max", 2048),
-                                                ("resnet50", "avg_plus_max", 2048)])
+@pytest.mark.parametrize(
+    "name,pooling,width",
+    [("bn_inception", "avg", 1024), ("bn_inception", "avg_cat_max", 2048), ("resnet50", "avg_plus_max", 2048)],
+)
 def test_embedder_gives_the_configured_size(name, pooling, width):
     backbone = build_backbone(BackboneConfig(name=name, pooling=pooling)).eval()
     x = torch.randn(2, 3, 227, 227)
@@ -62,8 +64,12 @@ def test_embedder_gives_the_configured_size(name, pooling, width):
 def test_pooling_kinds_by_hand():
     x = torch.arange(8.0).reshape(1, 2, 2, 2)  # channel 0: 0..3, channel 1: 4..7
     got = {k: backbones.GlobalPool(k)(x).tolist() for k in ("avg", "max", "avg_plus_max", "avg_cat_max")}
-    assert got == {"avg": [[1.5, 5.5]], "max": [[3.0, 7.0]], "avg_plus_max": [[4.5, 12.5]],
-                   "avg_cat_max": [[1.5, 5.5, 3.0, 7.0]]}
+    assert got == {
+        "avg": [[1.5, 5.5]],
+        "max": [[3.0, 7.0]],
+        "avg_plus_max": [[4.5, 12.5]],
+        "avg_cat_max": [[1.5, 5.5, 3.0, 7.0]],
+    }
 
 
 def test_frozen_batchnorm_keeps_statistics_and_affine_weights():
@@ -89,8 +95,11 @@ def test_weights_files(tmp_path):
     wrong = dict(old_style)
     wrong["extra.weight"] = wrong.pop("inception_4a_1x1.weight")
     torch.save(wrong, tmp_path / "wrong.pth")
-    with pytest.raises(BackboneError, match=r"does not match the model \(1 missing keys, 1 unexpected keys, 0 keys of "
-                                            r"the wrong shape; e.g. inception_4a_1x1.weight\)"):
+    with pytest.raises(
+        BackboneError,
+        match=r"does not match the model \(1 missing keys, 1 unexpected keys, 0 keys of "
+        r"the wrong shape; e.g. inception_4a_1x1.weight\)",
+    ):
         build_backbone(dataclasses.replace(cfg, weights=str(tmp_path / "wrong.pth")))
     torch.save({"obj": _Pickled()}, tmp_path / "code.pth")
     with pytest.raises(BackboneError, match="not a loadable state dict"):  # weights_only=True refuses objects
@@ -116,8 +125,16 @@ def test_imagenet_weights_are_downloaded_and_verified(tmp_path, file_server, mon
 
 
 def test_bn_inception_input_scaling_and_mlrc_crops():
-    cfg = BackboneConfig(name="bn_inception", input_size=227, resize=256, input_space="bgr255",
-                         mean=[104.0, 117.0, 128.0], std=[1.0, 1.0, 1.0], augment="random_resized_crop", flip=True)
+    cfg = BackboneConfig(
+        name="bn_inception",
+        input_size=227,
+        resize=256,
+        input_space="bgr255",
+        mean=[104.0, 117.0, 128.0],
+        std=[1.0, 1.0, 1.0],
+        augment="random_resized_crop",
+        flip=True,
+    )
     image = Image.fromarray(np.full((300, 400, 3), (10, 20, 30), dtype=np.uint8))
     x = eval_transform(cfg)(image)
     assert x.shape == (3, 227, 227)
@@ -180,8 +197,12 @@ def test_packaged_weights_are_checked_against_the_hash_in_their_name(tmp_path, m
     (package / "__init__.py").write_text("")
     (package / "models" / "lite-0123abcd.pth").write_bytes(b"not the weights")
     monkeypatch.syspath_prepend(str(tmp_path))
-    monkeypatch.setitem(backbones.PACKAGED_WEIGHTS, "efficientnet_lite0", ("fake_weights_pkg", "models/lite-0123abcd.pth"))
-    with pytest.raises(DownloadError, match=r"lite-0123abcd.pth: SHA256 [0-9a-f]+ does not match the recorded 0123abcd"):
+    monkeypatch.setitem(
+        backbones.PACKAGED_WEIGHTS, "efficientnet_lite0", ("fake_weights_pkg", "models/lite-0123abcd.pth")
+    )
+    with pytest.raises(
+        DownloadError, match=r"lite-0123abcd.pth: SHA256 [0-9a-f]+ does not match the recorded 0123abcd"
+    ):
         backbones.fetch_imagenet_weights("efficientnet_lite0", tmp_path)
     assert (package / "models" / "lite-0123abcd.pth").exists()  # an installed file is never deleted
 

@@ -150,8 +150,9 @@ def test_every_baseline_trains_a_few_steps(name, tiny_dict, tiny_data):
 
     manifest, features = tiny_data
     per_class = 8 if name == "margin_d_spc8" else 4  # the tiny fold has 4 training classes
-    params = params_from_dict(merge(tiny_dict, {"train": {"max_epochs": 1, "classes_per_batch": 2,
-                                                          "images_per_class": per_class}}))
+    params = params_from_dict(
+        merge(tiny_dict, {"train": {"max_epochs": 1, "classes_per_batch": 2, "images_per_class": per_class}})
+    )
     result = train_fold(params, name, 0, manifest, features, torch.device("cpu"))
     assert np.isfinite(result.fit.history[-1]["train_loss"]), name
     assert np.isfinite(result.test_embeddings).all()

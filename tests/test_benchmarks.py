@@ -71,18 +71,29 @@ def fake_cars(classes=8, per_class=3) -> dict[str, bytes]:
         name = f"car_ims/{n + 1:06d}.jpg"
         images[name] = _jpeg(n)
         rows.append((name, 1, 2, 9, 9, n // per_class + 1, n % 2))
-    dtype = [("relative_im_path", "O"), ("bbox_x1", "O"), ("bbox_y1", "O"), ("bbox_x2", "O"), ("bbox_y2", "O"),
-             ("class", "O"), ("test", "O")]
+    dtype = [
+        ("relative_im_path", "O"),
+        ("bbox_x1", "O"),
+        ("bbox_y1", "O"),
+        ("bbox_x2", "O"),
+        ("bbox_y2", "O"),
+        ("class", "O"),
+        ("test", "O"),
+    ]
     annotations = np.array([rows], dtype=dtype)
     mat = io.BytesIO()
-    savemat(mat, {"annotations": annotations, "class_names": np.array([f"car {c}" for c in range(classes)], dtype=object)})
+    savemat(
+        mat, {"annotations": annotations, "class_names": np.array([f"car {c}" for c in range(classes)], dtype=object)}
+    )
     return {"car_ims.tgz": _tgz(images), "cars_annos.mat": mat.getvalue()}
 
 
 def fake_sop(train_classes=6, test_classes=5, per_class=2) -> dict[str, bytes]:
     members, n = {}, 0
-    for split, classes in (("train", range(1, train_classes + 1)),
-                           ("test", range(train_classes + 1, train_classes + test_classes + 1))):
+    for split, classes in (
+        ("train", range(1, train_classes + 1)),
+        ("test", range(train_classes + 1, train_classes + test_classes + 1)),
+    ):
         lines = ["image_id class_id super_class_id path"]
         for c in classes:
             for i in range(per_class):
@@ -116,8 +127,9 @@ def recorded(monkeypatch):
 
     def record(key: str, files: dict[str, bytes]):
         bench = benchmarks.BENCHMARKS[key]
-        fixed = tuple(dataclasses.replace(f, checksum=f"md5:{hashlib.md5(files[f.name]).hexdigest()}")
-                      for f in bench.files)
+        fixed = tuple(
+            dataclasses.replace(f, checksum=f"md5:{hashlib.md5(files[f.name]).hexdigest()}") for f in bench.files
+        )
         monkeypatch.setitem(benchmarks.BENCHMARKS, key, dataclasses.replace(bench, files=fixed))
         return files
 
@@ -178,7 +190,9 @@ def test_a_cut_download_resumes_on_the_next_run(tmp_path, file_server, recorded)
 def _prepare_stage(tmp_path, data: dict):
     from stages.prepare import main
 
-    params = params_from_dict(merge(project_params(), {"data": data, "experiment": {"folds": [0, 1]}}))
+    params = params_from_dict(
+        merge(project_params(), {"data": {"setting": "mlrc", **data}, "experiment": {"folds": [0, 1]}})
+    )
     main(params, type("Args", (), {"out": str(tmp_path / "prepared")}))
 
 

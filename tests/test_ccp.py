@@ -26,6 +26,7 @@ CPU = torch.device("cpu")
 
 # ------------------------------------------------------------------ K-center (Algorithm 2)
 
+
 def brute_force_k_center(pool, centres, k):
     picked = []
     for _ in range(k):
@@ -88,6 +89,7 @@ def test_k_center_per_class_picks_rows_of_each_class():
 
 
 # ------------------------------------------------------------------ normalisation
+
 
 @settings(max_examples=60, deadline=None)
 @given(st.lists(st.floats(-3, 3), min_size=3, max_size=3))
@@ -184,8 +186,11 @@ def test_dot_similarity_keeps_the_length_inside_the_unit_ball():
 
 
 @settings(max_examples=60, deadline=None)
-@given(st.lists(st.integers(0, 4), min_size=1, max_size=12), st.lists(st.integers(0, 4), min_size=1, max_size=12),
-       st.booleans())
+@given(
+    st.lists(st.integers(0, 4), min_size=1, max_size=12),
+    st.lists(st.integers(0, 4), min_size=1, max_size=12),
+    st.booleans(),
+)
 def test_all_triplet_indices_match_the_library_in_order(labels, ref_labels, in_batch):
     # the same triplets in the same order as pytorch-metric-learning's O(B x M^2) construction,
     # in batch (an anchor is not its own positive) and against references
@@ -201,8 +206,9 @@ def test_triplet_loss_is_bit_identical_to_the_library():
     x, ref = torch.randn(16, 8), torch.randn(40, 8)
     y, ref_y = torch.randint(0, 10, (16,)), torch.arange(10).repeat_interleave(4)
     ours = build_pair_loss("triplet", loss_cfg(), reducer="mean")
-    theirs = losses.TripletMarginLoss(margin=0.5, distance=distances.LpDistance(normalize_embeddings=False),
-                                      reducer=reducers.MeanReducer())
+    theirs = losses.TripletMarginLoss(
+        margin=0.5, distance=distances.LpDistance(normalize_embeddings=False), reducer=reducers.MeanReducer()
+    )
     assert torch.equal(ours(x, y, ref_emb=ref, ref_labels=ref_y), theirs(x, y, ref_emb=ref, ref_labels=ref_y))
     assert torch.equal(ours(x, y), theirs(x, y))
 
@@ -224,6 +230,7 @@ def test_losses_also_work_in_batch():
 
 
 # ------------------------------------------------------------------ the regulariser
+
 
 def test_regulariser_gradient_is_lambda_times_displacement_and_spares_proxies():
     torch.manual_seed(0)
@@ -250,16 +257,20 @@ def test_regulariser_gradient_is_lambda_times_displacement_and_spares_proxies():
 
 # ------------------------------------------------------------------ params
 
-@pytest.mark.parametrize("override,message", [
-    ({"proxies_per_class": 0}, "params.yaml: ccp.proxies_per_class: must be >= 1, got 0"),
-    ({"pool_size": 0}, "params.yaml: ccp.pool_size: must be >= 1, got 0"),
-    ({"lambda": -1e-4}, "params.yaml: ccp.lambda: must be >= 0.0, got -0.0001"),
-    ({"patience": 0}, "params.yaml: ccp.patience: must be >= 1, got 0"),
-    ({"lamda": 1e-4}, "params.yaml: ccp.lamda: unknown key"),
-    ({"pool_size": 2, "proxies_per_class": 3}, "params.yaml: ccp.pool_size: must be >= ccp.proxies_per_class"),
-    ({"alternating": ["ccp", "fancy"]}, "params.yaml: ccp.alternating: 'fancy' is not one of"),
-    ({"variants": ["batch", "ccp"]}, "params.yaml: ccp.variants: 'ccp' is not one of"),
-])
+
+@pytest.mark.parametrize(
+    "override,message",
+    [
+        ({"proxies_per_class": 0}, "params.yaml: ccp.proxies_per_class: must be >= 1, got 0"),
+        ({"pool_size": 0}, "params.yaml: ccp.pool_size: must be >= 1, got 0"),
+        ({"lambda": -1e-4}, "params.yaml: ccp.lambda: must be >= 0.0, got -0.0001"),
+        ({"patience": 0}, "params.yaml: ccp.patience: must be >= 1, got 0"),
+        ({"lamda": 1e-4}, "params.yaml: ccp.lamda: unknown key"),
+        ({"pool_size": 2, "proxies_per_class": 3}, "params.yaml: ccp.pool_size: must be >= ccp.proxies_per_class"),
+        ({"alternating": ["ccp", "fancy"]}, "params.yaml: ccp.alternating: 'fancy' is not one of"),
+        ({"variants": ["batch", "ccp"]}, "params.yaml: ccp.variants: 'ccp' is not one of"),
+    ],
+)
 def test_bad_ccp_params(tiny_dict, override, message):
     with pytest.raises(ParamsError) as err:
         params_from_dict(merge(tiny_dict, {"ccp": override}))
@@ -272,12 +283,24 @@ def test_lambda_keyword_loads(tiny_dict):
 
 # ------------------------------------------------------------------ the outer loop
 
+
 @pytest.fixture
 def ccp_params(tiny_dict):
-    return params_from_dict(merge(tiny_dict, {
-        "train": {"max_epochs": 12, "patience": 12, "steps_per_epoch": 4},
-        "ccp": {"patience": 1, "proxies_per_class": 2, "pool_size": 4, "max_subproblems": 3, "zero_lambda_first": True},
-    }))
+    return params_from_dict(
+        merge(
+            tiny_dict,
+            {
+                "train": {"max_epochs": 12, "patience": 12, "steps_per_epoch": 4},
+                "ccp": {
+                    "patience": 1,
+                    "proxies_per_class": 2,
+                    "pool_size": 4,
+                    "max_subproblems": 3,
+                    "zero_lambda_first": True,
+                },
+            },
+        )
+    )
 
 
 def test_ccp_runs_subproblems_and_logs_diagnostics(ccp_params, tiny_data):
@@ -286,7 +309,9 @@ def test_ccp_runs_subproblems_and_logs_diagnostics(ccp_params, tiny_data):
     rows = result.diagnostics
     assert 2 <= len(rows) <= 3 and [r["subproblem"] for r in rows] == list(range(1, len(rows) + 1))
     assert rows[0]["lambda"] == 0.0 and all(r["lambda"] == ccp_params.ccp.lambda_ for r in rows[1:])
-    assert all(r["steps"] == r["epochs"] * 4 and r["covering_radius_max"] >= r["covering_radius_mean"] > 0 for r in rows)
+    assert all(
+        r["steps"] == r["epochs"] * 4 and r["covering_radius_max"] >= r["covering_radius_mean"] > 0 for r in rows
+    )
     if len(rows) == 3:  # max_subproblems reached: training ended there
         assert len(result.fit.history) - 1 == sum(r["epochs"] for r in rows)
 
@@ -371,13 +396,13 @@ def test_reinitialised_proxies_come_from_the_pool(ccp_params, tiny_data, space):
         assert torch.allclose(ref, seen[labels == label][nearest.indices[0]], atol=1e-5)
 
 
-@pytest.mark.parametrize("variant,first_lambda", [("ccp", 0.3), ("sample_ccp", 0.3), ("loss_proxy", 0.0),
-                                                  ("batch", 0.0)])
+@pytest.mark.parametrize(
+    "variant,first_lambda", [("ccp", 0.3), ("sample_ccp", 0.3), ("loss_proxy", 0.0), ("batch", 0.0)]
+)
 def test_only_alternating_variants_regularise_the_first_subproblem(variant, first_lambda):
     cfg = CCPConfig(zero_lambda_first=False, lambda_=0.3)
     assert CCPObjective(cfg, "c2", variant, num_classes=2, embedding_dim=2, proxy_lr=1e-3).lam == first_lambda
-    assert CCPObjective(CCPConfig(lambda_=0.3), "c2", variant, num_classes=2, embedding_dim=2,
-                        proxy_lr=1e-3).lam == 0.0
+    assert CCPObjective(CCPConfig(lambda_=0.3), "c2", variant, num_classes=2, embedding_dim=2, proxy_lr=1e-3).lam == 0.0
 
 
 def test_a_ccp_runs_record_holds_exactly_the_keys_its_stage_depends_on(tiny_params):

@@ -11,7 +11,10 @@ from pipeline.reporting.names import label, paper_name
 def run_metrics(map_at_r: list[float], p1: list[float] | None = None) -> dict:
     """A metrics file with one model per value: fold k, seed 0 / 1 alternating."""
     p1 = p1 or map_at_r
-    models = {f"fold_{i // 2}_seed_{i % 2}": {"map_at_r": m, "precision_at_1": p} for i, (m, p) in enumerate(zip(map_at_r, p1))}
+    models = {
+        f"fold_{i // 2}_seed_{i % 2}": {"map_at_r": m, "precision_at_1": p}
+        for i, (m, p) in enumerate(zip(map_at_r, p1))
+    }
     return {"separated": {"models": models}}
 
 
@@ -27,9 +30,13 @@ def test_paired_difference_interval_and_verdict_by_hand():
 
 def test_pairs_are_matched_by_model_not_by_order():
     a = run_metrics([0.5, 0.6, 0.7, 0.8])
-    b = {"separated": {"models": dict(reversed(list(run_metrics([0.6, 0.7, 0.8, 0.9])["separated"]["models"].items())))}}
+    b = {
+        "separated": {"models": dict(reversed(list(run_metrics([0.6, 0.7, 0.8, 0.9])["separated"]["models"].items())))}
+    }
     row = claims_table([Claim("c", "s", "a", "b")], {"a": a, "b": b}, {}).iloc[0]
-    assert row.map_at_r_diff == pytest.approx(10.0) and row.map_at_r_high - row.map_at_r_low == pytest.approx(0.0, abs=1e-9)
+    assert row.map_at_r_diff == pytest.approx(10.0) and row.map_at_r_high - row.map_at_r_low == pytest.approx(
+        0.0, abs=1e-9
+    )
 
 
 def test_verdicts_and_not_run():
@@ -52,8 +59,10 @@ def test_a_claim_on_a_run_that_did_not_train_gets_no_verdict():
 
 
 def test_proof_of_concept_claim_pairs_by_seed():
-    poc = {"ccp": {"seeds": {"seed_0": {"test_map_at_r": 0.90}, "seed_1": {"test_map_at_r": 0.92}}},
-           "sample_ccp": {"seeds": {"seed_0": {"test_map_at_r": 0.95}, "seed_1": {"test_map_at_r": 0.95}}}}
+    poc = {
+        "ccp": {"seeds": {"seed_0": {"test_map_at_r": 0.90}, "seed_1": {"test_map_at_r": 0.92}}},
+        "sample_ccp": {"seeds": {"seed_0": {"test_map_at_r": 0.95}, "seed_1": {"test_map_at_r": 0.95}}},
+    }
     claim = next(c for c in paper_claims([], []) if c.where == "poc")
     row = claims_table([claim], {}, poc).iloc[0]
     assert row.map_at_r_diff == pytest.approx(4.0) and np.isnan(row.precision_at_1_diff)  # MAP@R only in 2-D
@@ -66,18 +75,24 @@ def test_paper_claims_cover_the_issue_list():
         assert {(f"{loss}_loss_proxy", f"{loss}_ccp"), (f"{loss}_batch", f"{loss}_loss_proxy")} <= pairs
     for loss in ("contrastive", "triplet", "ms"):
         assert {(f"{loss}_plain", f"{loss}_profs"), (f"{loss}_profs", f"{loss}_profs_hncm")} <= pairs
-    assert {("lifted", "anml_lifted"), ("npair", "anml_npair"), ("ms", "danml"), ("margin_d", "r_margin_d"),
-            ("ccp", "sample_ccp")} <= pairs
+    assert {
+        ("lifted", "anml_lifted"),
+        ("npair", "anml_npair"),
+        ("ms", "danml"),
+        ("margin_d", "r_margin_d"),
+        ("ccp", "sample_ccp"),
+    } <= pairs
 
 
 def test_paper_names():
-    assert [paper_name(r) for r in ("c2_ccp", "c2_loss_proxy", "proxy_anchor", "margin_d", "ms_profs_hncm",
-                                    "triplet_batch", "my_run")] == [
-        "C2-CCP", "C2-Loss-Proxy", "ProxyAnchor", "Margin (D)", "MS-PROFS-HNCM", "Triplet (batch)", "my_run"]
+    assert [
+        paper_name(r)
+        for r in ("c2_ccp", "c2_loss_proxy", "proxy_anchor", "margin_d", "ms_profs_hncm", "triplet_batch", "my_run")
+    ] == ["C2-CCP", "C2-Loss-Proxy", "ProxyAnchor", "Margin (D)", "MS-PROFS-HNCM", "Triplet (batch)", "my_run"]
     assert label("c2_ccp") == "C2-CCP (`c2_ccp`)" and label("c2_ccp", latex=True) == r"C2-CCP (c2\_ccp)"
 
 
-def per_class_scores(values: dict[str, list[float]], queries: list[int], metric_values=None) -> "pd.DataFrame":
+def per_class_scores(values: dict[str, list[float]], queries: list[int], metric_values=None):
     """Per-class scores of one run: columns queries and <model>:map_at_r / :precision_at_1 (same values)."""
     import pandas as pd
 
@@ -94,8 +109,14 @@ def test_bootstrap_of_a_constant_difference_is_that_difference():
     rng = np.random.default_rng(0)
     base = {m: rng.random(6).tolist() for m in ("fold_0_seed_0", "fold_1_seed_0", "fold_0_seed_1")}
     better = {m: [x + 0.03 for x in v] for m, v in base.items()}  # +3 points on every class of every model
-    low, high = class_bootstrap(per_class_scores(base, [2, 5, 1, 3, 3, 9]), per_class_scores(better, [2, 5, 1, 3, 3, 9]),
-                                sorted(base), "map_at_r", 500, seed=1)
+    low, high = class_bootstrap(
+        per_class_scores(base, [2, 5, 1, 3, 3, 9]),
+        per_class_scores(better, [2, 5, 1, 3, 3, 9]),
+        sorted(base),
+        "map_at_r",
+        500,
+        seed=1,
+    )
     assert low == pytest.approx(3.0) and high == pytest.approx(3.0)
 
 
@@ -109,8 +130,9 @@ def test_bootstrap_formula_against_an_explicit_resampling_loop():
     base = {m: rng.random(5).tolist() for m in models}
     better = {m: rng.random(5).tolist() for m in models}
     samples, seed = 400, 7
-    low, high = class_bootstrap(per_class_scores(base, queries), per_class_scores(better, queries), models,
-                                "map_at_r", samples, seed)
+    low, high = class_bootstrap(
+        per_class_scores(base, queries), per_class_scores(better, queries), models, "map_at_r", samples, seed
+    )
     draw = np.random.default_rng(seed)
     w = draw.multinomial(5, np.full(5, 1 / 5), size=samples)
     v = draw.multinomial(3, np.full(3, 1 / 3), size=samples)
@@ -134,10 +156,20 @@ def test_verdict_takes_the_wider_interval():
     base_values = {m: [0.5] * 5 for m in models}
     better_values = {m: [0.5, 0.5, 0.5, 0.5, 0.6 + 0.001 * i] for i, m in enumerate(models)}
     queries = [4] * 5
-    metrics = {"a": {"separated": {"models": {m: {"map_at_r": 0.5, "precision_at_1": 0.5} for m in models}}},
-               "b": {"separated": {"models": {m: {"map_at_r": float(np.average(better_values[m], weights=queries)),
-                                                  "precision_at_1": float(np.average(better_values[m], weights=queries))}
-                                              for m in models}}}}
+    metrics = {
+        "a": {"separated": {"models": {m: {"map_at_r": 0.5, "precision_at_1": 0.5} for m in models}}},
+        "b": {
+            "separated": {
+                "models": {
+                    m: {
+                        "map_at_r": float(np.average(better_values[m], weights=queries)),
+                        "precision_at_1": float(np.average(better_values[m], weights=queries)),
+                    }
+                    for m in models
+                }
+            }
+        },
+    }
     per_class = {"a": per_class_scores(base_values, queries), "b": per_class_scores(better_values, queries)}
     claim = [Claim("b beats a", "paper", "a", "b")]
     t_only = claims_table(claim, metrics, {}).iloc[0]
@@ -145,7 +177,9 @@ def test_verdict_takes_the_wider_interval():
     row = claims_table(claim, metrics, {}, per_class, samples=2000, seed=0).iloc[0]
     assert row.map_at_r_interval == "bootstrap" and row.map_at_r_boot_low <= 0 < row.map_at_r_t_low
     assert row.verdict == "inconclusive" and (row.map_at_r_low, row.map_at_r_high) == (
-        row.map_at_r_boot_low, row.map_at_r_boot_high)
+        row.map_at_r_boot_low,
+        row.map_at_r_boot_high,
+    )
     assert row.map_at_r_diff == pytest.approx(100 * (0.1 + 0.0035) / 5)  # mean of (0.1 + 0.001 i) / 5, i = 0..7
     text = claims_markdown(claims_table(claim, metrics, {}, per_class, 2000, 0), 2)
     assert "| +2.07 [+2.03, +2.11] | **+2.07 [" in text  # the t interval, then the bootstrap's in bold

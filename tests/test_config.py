@@ -2,6 +2,7 @@ import dataclasses
 
 import pytest
 
+from pipeline.compose import compose, composed
 from pipeline.config import Params, ParamsError, load_params, params_from_dict, to_dict
 from tests.conftest import ROOT, merge, write_params
 
@@ -21,39 +22,68 @@ def test_scientific_notation_loads_as_float(tmp_path, tiny_dict, text, value):
     assert load_params(path).train.lr == pytest.approx(value)
 
 
-@pytest.mark.parametrize("override,message", [
-    ({"baselines": {"ms": {"loss": {"alpah": 2.0}}}}, "params.yaml: baselines.ms.loss.alpah: unknown key"),
-    ({"baselines": {"ms": {"lr": 2.0}}}, "params.yaml: baselines.ms.lr: unknown key"),
-    ({"baselines": {"ms": {"loss": {"name": "circle"}}}},
-     "params.yaml: baselines.ms.loss.name: 'circle' is not one of ['angular', 'anml_lifted'"),
-    ({"baselines": {"ms": {"miner": {"name": "hardest"}}}},
-     "params.yaml: baselines.ms.miner.name: 'hardest' is not one of ['distance_weighted', 'multi_similarity'"),
-    ({"baselines": {"ms": {"sampler": {"name": "greedy_coreset"}}}},
-     "params.yaml: baselines.ms.sampler.name: 'greedy_coreset' is not one of ['spc', 'random_class']"),
-    ({"baselines": {"ms": {"p_switch": 0.3}}},
-     "params.yaml: baselines.ms.p_switch: rho-regularisation switches mined triplets; needs a miner in"),
-    ({"baselines": {"npair": {"xbm_batches": 3}}},
-     "params.yaml: baselines.npair.xbm_batches: cross-batch memory supports the losses"),
-    ({"baselines": {"ms": {"sampler": {"images_per_class": 3}}}},
-     "params.yaml: baselines.ms.sampler.images_per_class: 3 must divide the batch of 8"),
-    ({"baselines": {"odd": {"miner": {"name": "random"}}}}, "params.yaml: baselines.odd: must be a mapping with a loss"),
-    ({"traing": {"lr": 1.0}}, "params.yaml: traing: unknown key"),
-    ({"train": {"max_epochs": "forty"}}, "params.yaml: train.max_epochs:"),
-    ({"train": {"lr": -1e-3}}, "params.yaml: train.lr: must be > 0.0, got -0.001"),
-    ({"train": {"patience": 0}}, "params.yaml: train.patience: must be >= 1, got 0"),
-    ({"train": {"mode": "frozenn"}}, "params.yaml: train.mode: 'frozenn' is not one of"),
-    ({"train": {"lr": float("nan")}}, "params.yaml: train.lr: must be finite"),
-    ({"experiment": {"methods": ["ms", "nope"]}}, "params.yaml: experiment.methods: unknown method 'nope' (valid: the runs under baselines: angular, anml_lifted, "),
-    ({"experiment": {"folds": [0, 2]}}, "params.yaml: experiment.folds:"),
-    ({"profs": {"ms": {"name": "triplet"}}}, "params.yaml: profs.ms.name: must be 'multi_similarity' (or left out)"),
-    ({"lanml": {"grids": {"lanml_minus": {"gamma1": [-1.0, 0.5]}}}},
-     "params.yaml: lanml.grids.lanml_minus.gamma1: every value must be < 0 (LANML- needs gamma1 < 0 < gamma2"),
-    ({"lanml": {"grids": {"lanml_plus": {"gamma2": [-2.0]}}}}, "params.yaml: lanml.grids.lanml_plus.gamma2: every value must be > 0"),
-    ({"lanml": {"grids": {"lmnn": {"k": [3]}}}}, "params.yaml: lanml.grids.lmnn.k: unknown hyperparameter (valid: n_neighbors, regularization)"),
-    ({"lanml": {"grids": {"boost": {"k": [3]}}}}, "params.yaml: lanml.grids.boost: unknown method"),
-    ({"lanml": {"datasets": ["mnist"]}}, "params.yaml: lanml.datasets: 'mnist' is not one of"),
-    ({"eval": {"recall_at": [0, 1]}}, "params.yaml: eval.recall_at:"),
-])
+@pytest.mark.parametrize(
+    "override,message",
+    [
+        ({"baselines": {"ms": {"loss": {"alpah": 2.0}}}}, "params.yaml: baselines.ms.loss.alpah: unknown key"),
+        ({"baselines": {"ms": {"lr": 2.0}}}, "params.yaml: baselines.ms.lr: unknown key"),
+        (
+            {"baselines": {"ms": {"loss": {"name": "circle"}}}},
+            "params.yaml: baselines.ms.loss.name: 'circle' is not one of 'contrastive', 'c1', 'triplet'",
+        ),
+        (
+            {"baselines": {"ms": {"miner": {"name": "hardest"}}}},
+            "params.yaml: baselines.ms.miner.name: 'hardest' is not one of 'none', 'multi_similarity'",
+        ),
+        (
+            {"baselines": {"ms": {"sampler": {"name": "greedy_coreset"}}}},
+            "params.yaml: baselines.ms.sampler.name: 'greedy_coreset' is not one of 'spc' or 'random_class'",
+        ),
+        (
+            {"baselines": {"ms": {"p_switch": 0.3}}},
+            "params.yaml: baselines.ms.p_switch: rho-regularisation switches mined triplets; needs a miner in",
+        ),
+        (
+            {"baselines": {"npair": {"xbm_batches": 3}}},
+            "params.yaml: baselines.npair.xbm_batches: cross-batch memory supports the losses",
+        ),
+        (
+            {"baselines": {"ms": {"sampler": {"images_per_class": 3}}}},
+            "params.yaml: baselines.ms.sampler.images_per_class: 3 must divide the batch of 8",
+        ),
+        ({"baselines": {"odd": {"miner": {"name": "random"}}}}, "params.yaml: baselines.odd.loss: required"),
+        ({"traing": {"lr": 1.0}}, "params.yaml: traing: unknown key"),
+        ({"train": {"max_epochs": "forty"}}, "params.yaml: train.max_epochs:"),
+        ({"train": {"lr": -1e-3}}, "params.yaml: train.lr: must be > 0.0, got -0.001"),
+        ({"train": {"patience": 0}}, "params.yaml: train.patience: must be >= 1, got 0"),
+        ({"train": {"mode": "frozenn"}}, "params.yaml: train.mode: 'frozenn' is not one of"),
+        ({"train": {"lr": float("nan")}}, "params.yaml: train.lr: must be finite"),
+        (
+            {"experiment": {"methods": ["ms", "nope"]}},
+            "params.yaml: experiment.methods: unknown method 'nope' (valid: the runs under baselines: angular, anml_lifted, ",
+        ),
+        ({"experiment": {"folds": [0, 2]}}, "params.yaml: experiment.folds:"),
+        (
+            {"profs": {"ms": {"name": "triplet"}}},
+            "params.yaml: profs.ms.name: 'triplet' is not one of 'multi_similarity'",
+        ),
+        (
+            {"lanml": {"grids": {"lanml_minus": {"gamma1": [-1.0, 0.5]}}}},
+            "params.yaml: lanml.grids.lanml_minus.gamma1: every value must be < 0 (LANML- needs gamma1 < 0 < gamma2",
+        ),
+        (
+            {"lanml": {"grids": {"lanml_plus": {"gamma2": [-2.0]}}}},
+            "params.yaml: lanml.grids.lanml_plus.gamma2: every value must be > 0",
+        ),
+        (
+            {"lanml": {"grids": {"lmnn": {"k": [3]}}}},
+            "params.yaml: lanml.grids.lmnn.k: unknown hyperparameter (valid: n_neighbors, regularization)",
+        ),
+        ({"lanml": {"grids": {"boost": {"k": [3]}}}}, "params.yaml: lanml.grids.boost: unknown method"),
+        ({"lanml": {"datasets": ["mnist"]}}, "params.yaml: lanml.datasets: 'mnist' is not one of"),
+        ({"eval": {"recall_at": [0, 1]}}, "params.yaml: eval.recall_at:"),
+    ],
+)
 def test_bad_values_name_the_key(tiny_dict, override, message):
     with pytest.raises(ParamsError) as err:
         params_from_dict(merge(tiny_dict, override))
@@ -71,84 +101,118 @@ def test_missing_file_and_bad_yaml(tmp_path):
 
 
 def test_python_keywords_map_to_trailing_underscore():
-    from pipeline.config import _field_name, _rename_keywords, _yaml_key
+    from pipeline.config import field_name, rename_keywords, yaml_key
 
-    assert _rename_keywords({"ccp": {"lambda": 2e-4, "lr": 1}}) == {"ccp": {"lambda_": 2e-4, "lr": 1}}
-    assert _yaml_key("lambda_") == "lambda" and _field_name("lambda") == "lambda_"
-    assert _yaml_key("lr_") == "lr_"
+    assert rename_keywords({"ccp": {"lambda": 2e-4, "lr": 1}}) == {"ccp": {"lambda_": 2e-4, "lr": 1}}
+    assert yaml_key("lambda_") == "lambda" and field_name("lambda") == "lambda_"
+    assert yaml_key("lr_") == "lr_"
 
 
-def test_a_real_data_set_applies_its_setting_and_data_set_presets(tiny_dict):
-    cub = params_from_dict(merge(tiny_dict, {"data": {"name": "cub"}}))
-    # presets.mlrc: BN-Inception, 128-D, batch 8 x 4, Adam 1e-5, frozen BN, MLRC crops and input scaling
-    assert (cub.backbone.name, cub.backbone.weights, cub.backbone.input_size, cub.backbone.resize) == \
-        ("bn_inception", "imagenet", 227, 256)
+def test_params_yaml_is_conf_composed_as_dvc_composes_it(tmp_path):
+    """The committed params.yaml is exactly what `dvc exp run -S ...` writes for the default choice (DVC's
+    compose_and_dump on conf/), so an experiment's `git diff params.yaml` shows only what it set."""
+    composed_default = tmp_path / "params.yaml"
+    compose([], composed_default)
+    assert composed_default.read_text() == (ROOT / "params.yaml").read_text(), (
+        "params.yaml is stale: run `python -m pipeline.compose` after editing conf/"
+    )
+    compose(["ccp.lambda=1e-3", "baselines.ms.loss.alpha=3.0"], composed_default)
+    old, new = (ROOT / "params.yaml").read_text().splitlines(), composed_default.read_text().splitlines()
+    assert [b for a, b in zip(old, new) if a != b] == ["      alpha: 3.0", "  lambda: 0.001"]
+
+
+def test_an_override_next_to_a_data_set_is_what_trains(tmp_path):
+    """`dvc exp run -S dataset=cub -S train.lr=3e-5` trains at 3e-5, and params.yaml (what dvc exp show lists)
+    says so; the data set's own settings come with it (conf/dataset/cub.yaml over conf/protocol/mlrc.yaml)."""
+    cub = params_from_dict(composed(["dataset=cub", "train.lr=3e-5"]))
+    assert cub.train.lr == 3e-5 and (cub.data.name, cub.data.setting) == ("cub", "mlrc")
+    assert (cub.backbone.name, cub.backbone.weights, cub.backbone.input_size, cub.backbone.resize) == (
+        "bn_inception",
+        "imagenet",
+        227,
+        256,
+    )
     assert (cub.backbone.input_space, cub.backbone.freeze_bn, cub.backbone.crop_scale) == ("bgr255", True, [0.16, 1.0])
-    assert (cub.train.mode, cub.train.embedding_dim, cub.train.lr, cub.train.optimizer) == ("finetune", 128, 1e-5, "adam")
+    assert (cub.train.mode, cub.train.embedding_dim, cub.train.optimizer) == ("finetune", 128, "adam")
     assert cub.train.classes_per_batch * cub.train.images_per_class == 32
-    # presets.cub: the CCP supplement's CUB values; C2 (m+, m-) = (beta - alpha, beta + alpha) = (0, 0.3841)
+    # CCP supplement: C2 (m+, m-) = (beta - alpha, beta + alpha) = (0, 0.3841) on CUB
     assert (cub.ccp.c2.beta - cub.ccp.c2.alpha, cub.ccp.c2.beta + cub.ccp.c2.alpha) == pytest.approx((0.0, 0.3841))
     assert (cub.ccp.proxies_per_class, cub.ccp.pool_size, cub.ccp.triplet.margin) == (8, 12, 0.0961)
     assert cub.baselines["c1_xbm"].xbm_batches == 3 and cub.baselines["c1_xbm"].loss.neg_margin == 0.5
-    cars = params_from_dict(merge(tiny_dict, {"data": {"name": "cars196"}}))
-    assert (cars.ccp.c2.beta - cars.ccp.c2.alpha, cars.ccp.c2.beta + cars.ccp.c2.alpha) == pytest.approx((0.2652, 0.5409))
+    assert params_from_dict(composed(["dataset=cub"])).train.lr == 1e-5  # the protocol's own value
+    cars = params_from_dict(composed(["dataset=cars196"]))
+    assert (cars.ccp.c2.beta - cars.ccp.c2.alpha, cars.ccp.c2.beta + cars.ccp.c2.alpha) == pytest.approx(
+        (0.2652, 0.5409)
+    )
     assert (cars.ccp.ms.alpha, cars.ccp.ms.beta, cars.ccp.ms.base) == (14.35, 75.83, 0.66)
-    sop = params_from_dict(merge(tiny_dict, {"data": {"name": "sop", "setting": "conventional"}}))
-    assert (sop.train.embedding_dim, sop.train.classes_per_batch * sop.train.images_per_class) == (512, 128)
-    assert (sop.train.steps_per_epoch, sop.baselines["c1_xbm_l"].xbm_batches, sop.ccp.proxies_per_class) == (250, 1400, 4)
-    # the embedded default ignores every preset
-    assert params_from_dict(tiny_dict).backbone.name == "pixels"
+    sop = params_from_dict(composed(["dataset=sop", "protocol=conventional"]))
+    assert (sop.data.setting, sop.train.embedding_dim, sop.train.classes_per_batch * sop.train.images_per_class) == (
+        "conventional",
+        512,
+        128,
+    )
+    assert (sop.train.steps_per_epoch, sop.baselines["c1_xbm_l"].xbm_batches, sop.ccp.proxies_per_class) == (
+        250,
+        1400,
+        4,
+    )
 
 
-def test_the_emoji_default_finetunes_only_when_train_mode_says_so(tiny_dict):
-    """data.name=emoji applies presets.emoji (frozen features); adding train.mode=finetune applies
-    presets.emoji_finetune over it (the GPU variant), and params then say what trains (mode finetune)."""
-    frozen = params_from_dict(merge(tiny_dict, {"data": {"name": "emoji"}}))
-    assert (frozen.train.mode, frozen.backbone.name, frozen.backbone.augment) == ("frozen", "efficientnet_lite0", "shift")
-    tuned = params_from_dict(merge(tiny_dict, {"data": {"name": "emoji"}, "train": {"mode": "finetune"}}))
-    assert (tuned.train.mode, tuned.backbone.name, tuned.backbone.weights) == ("finetune", "efficientnet_lite0", "imagenet")
-    assert (tuned.backbone.augment, tuned.backbone.crop_scale, tuned.backbone.flip, tuned.backbone.freeze_bn) == \
-        ("random_resized_crop", [0.5, 1.0], False, True)
+def test_a_data_set_name_alone_stops_with_one_line(tmp_path):
+    """`-S data.name=cub -S train.lr=3e-5` (the name without the data set's settings) would train CUB at the
+    embedded default's pixels and frozen head: the loader stops, naming the conflict and the fix."""
+    with pytest.raises(ParamsError) as err:
+        composed(["data.name=cub", "train.lr=3e-5"])
+    assert str(err.value) == (
+        "params.yaml: data.setting: 'none' does not go with data.name 'cub': compose the data "
+        "set's settings with dvc exp run -S dataset=cub (protocol mlrc; or -S "
+        "protocol=conventional) (conf/dataset/cub.yaml)"
+    )
+    with pytest.raises(ParamsError, match="data.setting: 'mlrc' does not go with data.name 'digit_pairs'"):
+        composed(["data.setting=mlrc"])
+
+
+def test_the_emoji_defaults_frozen_and_finetuned(tmp_path):
+    """dataset=emoji: frozen ImageNet features; dataset=emoji_finetune: conf/dataset/emoji.yaml, then the GPU
+    variant's finetune settings over it."""
+    frozen = params_from_dict(composed(["dataset=emoji"]))
+    assert (frozen.train.mode, frozen.backbone.name, frozen.backbone.augment) == (
+        "frozen",
+        "efficientnet_lite0",
+        "shift",
+    )
+    assert (frozen.data.name, frozen.data.setting, frozen.tune.trials) == ("emoji", "none", 20)
+    tuned = params_from_dict(composed(["dataset=emoji_finetune"]))
+    assert (tuned.train.mode, tuned.backbone.name, tuned.backbone.weights) == (
+        "finetune",
+        "efficientnet_lite0",
+        "imagenet",
+    )
+    assert (tuned.backbone.augment, tuned.backbone.crop_scale, tuned.backbone.flip, tuned.backbone.freeze_bn) == (
+        "random_resized_crop",
+        [0.5, 1.0],
+        False,
+        True,
+    )
     assert (tuned.train.optimizer, tuned.train.lr, tuned.train.embedding_dim) == ("adam", 1e-5, 128)
-    # the digit default's frozen head is untouched by it
-    assert params_from_dict(merge(tiny_dict, {"train": {"mode": "finetune"}})).backbone.augment == "shift"
 
 
-@pytest.mark.parametrize("presets,message", [
-    ({"mlrc": {"train": {"lrr": 1.0}}}, "presets.mlrc.train.lrr: unknown key"),
-    ({"imagenet": {}}, "presets.imagenet: unknown preset"),
-    ({"cub": {"data": {"name": "sop"}}}, "presets.cub: must be a mapping of sections, without presets or data.name"),
-    ({"cub": {"train": {"lr": -1.0}}}, r"train.lr: must be > 0.0, got -1.0 \(after applying presets.mlrc, presets.cub\)"),
-])
-def test_bad_presets_name_the_key(tiny_dict, presets, message):
-    data = merge(tiny_dict, {"data": {"name": "cub"}, "presets": presets})
-    with pytest.raises(ParamsError, match=message):
-        params_from_dict(data)
+def test_compose_refuses_what_does_not_validate(tmp_path, capsys):
+    """A composition that fails validation leaves the previous params.yaml as it was, with one line."""
+    from pipeline.compose import main
+
+    target = tmp_path / "params.yaml"
+    target.write_text("kept")
+    with pytest.raises(SystemExit) as done:
+        main(["train.lr=-1", "--output", str(target)])
+    assert done.value.code == 2 and target.read_text() == "kept"
+    assert capsys.readouterr().err.strip().endswith("train.lr: must be > 0.0, got -1")
+    with pytest.raises(SystemExit):
+        main(["dataset=imagenet", "--output", str(target)])
+    assert "dataset" in capsys.readouterr().err and target.read_text() == "kept"
 
 
-def test_params_yaml_is_written_as_dvc_writes_it(tmp_path):
-    """`dvc exp run -S key=value` rewrites params.yaml through DVC's own override function (every list in
-    block form, comments kept by key): the committed file is a fixed point of it, so `git diff params.yaml`
-    after an experiment shows the keys that were set and nothing else."""
-    from dvc.utils.hydra import apply_overrides
-
-    original = (ROOT / "params.yaml").read_text()
-    copy = tmp_path / "params.yaml"
-    copy.write_text(original)
-    apply_overrides(copy, [])
-    assert copy.read_text() == original, "params.yaml: keep mappings and lists in block style (DVC rewrites them so)"
-    for override, changed in (("ccp.lambda=1e-3", ["  lambda: 0.001"]),
-                              ("baselines.ms.loss.alpha=3.0", ["      alpha: 3.0"]),
-                              ("presets.cub.ccp.pool_size=16", ["      pool_size: 16"])):
-        copy.write_text(original)
-        apply_overrides(copy, [override])
-        old, new = original.splitlines(), copy.read_text().splitlines()
-        assert len(old) == len(new), override
-        assert [b.split("#")[0].rstrip() for a, b in zip(old, new) if a != b] == changed, override
-
-
-def test_digit_pairs_preset_must_stay_empty(tiny_dict):
-    """presets.digit_pairs exists so that dvc.yaml can name presets.<data.name>; it holds nothing."""
-    tiny_dict["presets"]["digit_pairs"] = {"train": {"lr": 0.1}}
-    with pytest.raises(ParamsError, match=r"presets.digit_pairs: must be empty"):
-        params_from_dict(tiny_dict)
+def test_stages_depend_on_no_config_group(tmp_path):
+    """params.yaml holds no presets: dvc.yaml's stages depend on the keys they read, nothing else."""
+    assert "presets" not in (ROOT / "params.yaml").read_text()
+    assert "presets" not in (ROOT / "dvc.yaml").read_text()

@@ -63,4 +63,3 @@ def test_prepared_tree_matches_manifest(tiny_data):
 def test_missing_manifest_is_clear(tmp_path):
     with pytest.raises(DataError, match="manifest not found"):
         read_manifest(tmp_path)
-

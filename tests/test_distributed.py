@@ -25,11 +25,28 @@ CLASSES, DIM, IN = 4, 8, 16
 
 def _setup(run: str):
     """The same model, objective, optimiser (plain SGD: the step is the gradient) and global batch."""
-    params = params_from_dict(merge(project_params(), merge(TINY_OVERRIDES, {
-        "train": {"optimizer": "sgd", "lr": 0.5, "momentum": 0.0, "weight_decay": 0.0, "grad_clip_norm": 0.0},
-        "ccp": {"variants": ["batch"], "alternating": ["ccp"]}})))
+    params = params_from_dict(
+        merge(
+            project_params(),
+            merge(
+                TINY_OVERRIDES,
+                {
+                    "train": {
+                        "optimizer": "sgd",
+                        "lr": 0.5,
+                        "momentum": 0.0,
+                        "weight_decay": 0.0,
+                        "grad_clip_norm": 0.0,
+                    },
+                    "ccp": {"variants": ["batch"], "alternating": ["ccp"]},
+                },
+            ),
+        )
+    )
     torch.manual_seed(0)
-    model = Embedder(None, build_head(IN, DIM, 0), params.ccp.embedding_norm if "ccp" in run or "batch" in run else "l2")
+    model = Embedder(
+        None, build_head(IN, DIM, 0), params.ccp.embedding_norm if "ccp" in run or "batch" in run else "l2"
+    )
     objective = build_objective(params, run, CLASSES, DIM)
     if run == "c2_ccp":  # a later sub-problem: trained proxies and a regulariser towards theta_prev
         with torch.no_grad():
@@ -43,8 +60,10 @@ def _setup(run: str):
 
 
 def _state(model, objective) -> dict:
-    return {**{f"model.{k}": v.clone() for k, v in model.state_dict().items()},
-            **{f"objective.{k}": v.clone() for k, v in objective.state_dict().items()}}
+    return {
+        **{f"model.{k}": v.clone() for k, v in model.state_dict().items()},
+        **{f"objective.{k}": v.clone() for k, v in objective.state_dict().items()},
+    }
 
 
 def _step(run: str, shard: slice | None = None) -> dict:
@@ -109,8 +128,13 @@ def test_the_train_stage_under_torchrun_matches_the_single_process_stage(tmp_pat
     params = write_params(tmp_path / "params.yaml", tiny_dict)
 
     def stage(*argv, launcher=(sys.executable,)):
-        done = subprocess.run([*launcher, "-m", *argv, "--params", str(params)], cwd=ROOT, capture_output=True,
-                              text=True, env={**os.environ, "OMP_NUM_THREADS": "1"})
+        done = subprocess.run(
+            [*launcher, "-m", *argv, "--params", str(params)],
+            cwd=ROOT,
+            capture_output=True,
+            text=True,
+            env={**os.environ, "OMP_NUM_THREADS": "1"},
+        )
         assert done.returncode == 0, done.stderr[-2000:]
 
     stage("stages.prepare", "--out", str(tmp_path / "prepared"))
@@ -118,7 +142,15 @@ def test_the_train_stage_under_torchrun_matches_the_single_process_stage(tmp_pat
     common = ["--method", "ms", "--data", str(tmp_path / "prepared"), "--features", str(tmp_path / "features")]
     stage("stages.train", *common, "--out", str(tmp_path / "single"), "--train-logs", str(tmp_path / "single_logs"))
     torchrun = (sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node=2")
-    stage("stages.train", *common, "--out", str(tmp_path / "ddp"), "--train-logs", str(tmp_path / "ddp_logs"), launcher=torchrun)
+    stage(
+        "stages.train",
+        *common,
+        "--out",
+        str(tmp_path / "ddp"),
+        "--train-logs",
+        str(tmp_path / "ddp_logs"),
+        launcher=torchrun,
+    )
     for model in ("fold-0-seed-0", "fold-1-seed-0", "fold-0-seed-1", "fold-1-seed-1"):
         assert (tmp_path / "ddp" / model / "model.pt").is_file()
         single = pd.read_csv(tmp_path / "single_logs" / f"{model}.csv")

@@ -93,15 +93,27 @@ def _file(name, data=b"x"):
 
 
 def test_extraction_of_a_good_archive(tmp_path):
-    archive = _tar(tmp_path / "a.tgz", [_file("images/001.Black_footed_Albatross/a.jpg", b"jpeg"),
-                                        _file("images.txt", b"1 001.Black_footed_Albatross/a.jpg\n")])
+    archive = _tar(
+        tmp_path / "a.tgz",
+        [
+            _file("images/001.Black_footed_Albatross/a.jpg", b"jpeg"),
+            _file("images.txt", b"1 001.Black_footed_Albatross/a.jpg\n"),
+        ],
+    )
     out = safe_extract(archive, tmp_path / "out")
     assert (out / "images" / "001.Black_footed_Albatross" / "a.jpg").read_bytes() == b"jpeg"
 
 
-@pytest.mark.parametrize("name,kind", [("../evil.txt", tarfile.REGTYPE), ("/etc/evil.txt", tarfile.REGTYPE),
-                                       ("ok/../../evil.txt", tarfile.REGTYPE), ("link", tarfile.SYMTYPE),
-                                       ("hard", tarfile.LNKTYPE)])
+@pytest.mark.parametrize(
+    "name,kind",
+    [
+        ("../evil.txt", tarfile.REGTYPE),
+        ("/etc/evil.txt", tarfile.REGTYPE),
+        ("ok/../../evil.txt", tarfile.REGTYPE),
+        ("link", tarfile.SYMTYPE),
+        ("hard", tarfile.LNKTYPE),
+    ],
+)
 def test_extraction_refuses_members_outside_the_target(tmp_path, name, kind):
     info, data = _file(name)
     info.type = kind
@@ -123,7 +135,7 @@ def test_zip_traversal_and_symlink_are_refused(tmp_path):
     link = tmp_path / "link.zip"
     with zipfile.ZipFile(link, "w") as z:
         info = zipfile.ZipInfo("link")
-        info.external_attr = (0o120777 << 16)
+        info.external_attr = 0o120777 << 16
         z.writestr(info, "/etc/passwd")
     with pytest.raises(DownloadError, match="is a link"):
         safe_extract(link, tmp_path / "out")

@@ -20,12 +20,29 @@ SQUARE = '<rect x="0" y="0" width="8" height="16" fill="#ff0000"/>'  # left half
 
 
 def test_named_icons_plain_aliases_skin_tones_and_numbered_variants():
-    icon_set = {"icons": {"dog": {"body": ""}, "cat": {"body": ""}, "waving-hand-light-skin-tone": {"body": ""},
-                          "baby-2": {"body": ""}, "baby-1": {"body": ""}, "keycap-10": {"body": ""}},
-                "aliases": {"puppy": {"parent": "dog"}, "left-cat": {"parent": "cat", "hFlip": True},
-                            "ghost": {"parent": "missing"}}}
-    assert emoji.named_icons(icon_set) == {"dog": "dog", "cat": "cat", "baby-2": "baby-2", "baby-1": "baby-1",
-                                           "keycap-10": "keycap-10", "puppy": "dog"}
+    icon_set = {
+        "icons": {
+            "dog": {"body": ""},
+            "cat": {"body": ""},
+            "waving-hand-light-skin-tone": {"body": ""},
+            "baby-2": {"body": ""},
+            "baby-1": {"body": ""},
+            "keycap-10": {"body": ""},
+        },
+        "aliases": {
+            "puppy": {"parent": "dog"},
+            "left-cat": {"parent": "cat", "hFlip": True},
+            "ghost": {"parent": "missing"},
+        },
+    }
+    assert emoji.named_icons(icon_set) == {
+        "dog": "dog",
+        "cat": "cat",
+        "baby-2": "baby-2",
+        "baby-1": "baby-1",
+        "keycap-10": "keycap-10",
+        "puppy": "dog",
+    }
     numbered = emoji.named_icons(icon_set, numbered_variants=True)
     assert numbered["baby"] == "baby-1" and "baby-1" not in numbered and numbered["keycap"] == "keycap-10"
 
@@ -58,13 +75,18 @@ def _tarball(icons: dict, aliases: dict | None = None) -> bytes:
 def three_sets(tmp_path, monkeypatch):
     """Three emoji sets as npm tarballs in a source folder, registered with their SHA-256: 12 classes in all three,
     one in two sets (by an alias in one), one in one."""
-    colours = ["#%02x%02x%02x" % (20 * i, 255 - 20 * i, 40) for i in range(12)]
-    shared = {f"emoji-{i:02d}": {"body": f'<circle cx="8" cy="8" r="{2 + i % 6}" fill="{c}"/>'}
-              for i, c in enumerate(colours)}
-    contents = {"noto": _tarball({**shared, "only-two": {"body": SQUARE}, "lonely": {"body": SQUARE}}),
-                "twemoji": _tarball({k: v for k, v in shared.items() if k != "emoji-03"}, {"emoji-03": {"parent": "emoji-04"},
-                                                                                        "only-two": {"parent": "emoji-00"}}),
-                "openmoji": _tarball({**shared, "emoji-05-medium-skin-tone": {"body": SQUARE}})}
+    colours = [f"#{20 * i:02x}{255 - 20 * i:02x}{40:02x}" for i in range(12)]
+    shared = {
+        f"emoji-{i:02d}": {"body": f'<circle cx="8" cy="8" r="{2 + i % 6}" fill="{c}"/>'} for i, c in enumerate(colours)
+    }
+    contents = {
+        "noto": _tarball({**shared, "only-two": {"body": SQUARE}, "lonely": {"body": SQUARE}}),
+        "twemoji": _tarball(
+            {k: v for k, v in shared.items() if k != "emoji-03"},
+            {"emoji-03": {"parent": "emoji-04"}, "only-two": {"parent": "emoji-00"}},
+        ),
+        "openmoji": _tarball({**shared, "emoji-05-medium-skin-tone": {"body": SQUARE}}),
+    }
     source = tmp_path / "source"
     source.mkdir()
     specs = {}
@@ -109,29 +131,45 @@ def test_bad_input_is_named(three_sets, tmp_path):
     with pytest.raises(DataError, match="leaves 12 emoji classes, too few for 7 folds"):
         emoji.write_emoji(out, ["noto", "twemoji", "openmoji"], 3, 24, 7, 0, tmp_path, str(three_sets))
     (three_sets / emoji.EMOJI_SETS["twemoji"].filename).write_bytes(b"tampered")
-    with pytest.raises(DownloadError, match=r"iconify-json-twemoji-1.0.0.tgz: SHA256 [0-9a-f]+ does not match the recorded"):
+    with pytest.raises(
+        DownloadError, match=r"iconify-json-twemoji-1.0.0.tgz: SHA256 [0-9a-f]+ does not match the recorded"
+    ):
         emoji.write_emoji(out, ["noto", "twemoji", "openmoji"], 2, 24, 2, 0, tmp_path, str(three_sets))
     with pytest.raises(DataError, match=r"not found \(data.source names a folder without @iconify-json/noto"):
         emoji.write_emoji(out, ["noto", "twemoji"], 2, 24, 2, 0, tmp_path, str(tmp_path / "empty"))
 
 
-def test_data_name_emoji_selects_its_preset_and_the_stages_run(three_sets, tmp_path, tiny_dict):
-    """One change (data.name=emoji) selects presets.emoji alone (not the papers' finetune presets.mlrc); prepare
-    and embed then give the packaged EfficientNet-Lite0's 1280-D ImageNet features of the rendered emoji."""
+def test_dataset_emoji_composes_its_settings_and_the_stages_run(three_sets, tmp_path):
+    """One choice (-S dataset=emoji) composes conf/dataset/emoji.yaml alone (not the papers' finetune protocol);
+    prepare and embed then give the packaged EfficientNet-Lite0's 1280-D ImageNet features of the rendered emoji."""
     import argparse
 
+    from pipeline.compose import composed
     from pipeline.config import params_from_dict
     from pipeline.io import read_json
     from stages import embed, prepare
-    from tests.conftest import merge
+    from tests.conftest import TINY_OVERRIDES, merge
 
-    raw = merge(tiny_dict, {"data": {"name": "emoji", "emoji_sets": ["noto", "twemoji", "openmoji"], "emoji_min_sets": 2,
-                                     "render_size": 32, "source": str(three_sets)},
-                            "presets": {"emoji": {"backbone": {"input_size": 32}}}})
+    raw = merge(
+        merge(composed(["dataset=emoji"]), TINY_OVERRIDES),
+        {
+            "data": {
+                "emoji_sets": ["noto", "twemoji", "openmoji"],
+                "emoji_min_sets": 2,
+                "render_size": 32,
+                "source": str(three_sets),
+            },
+            "backbone": {"input_size": 32},
+        },
+    )
     raw["experiment"]["folds"] = [0, 1]
     params = params_from_dict(raw)
-    assert (params.backbone.name, params.backbone.weights, params.train.mode) == ("efficientnet_lite0", "imagenet", "frozen")
-    assert params.train.embedding_dim == 128 and params.backbone.input_size == 32
+    assert (params.backbone.name, params.backbone.weights, params.train.mode) == (
+        "efficientnet_lite0",
+        "imagenet",
+        "frozen",
+    )
+    assert params.backbone.input_size == 32 and params.tune.trials == 20  # the tiny values over the emoji ones
     prepare.main(params, argparse.Namespace(out=str(tmp_path / "prepared")))
     embed.main(params, argparse.Namespace(data=str(tmp_path / "prepared"), out=str(tmp_path / "features")))
     with np.load(tmp_path / "features" / "features.npz") as z:

@@ -8,7 +8,6 @@ import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from pytorch_metric_learning.utils.accuracy_calculator import AccuracyCalculator
-from sklearn.metrics import normalized_mutual_info_score
 
 from pipeline.config import EvalConfig
 from pipeline.evaluation.clustering import clustering_metrics, initial_rows, kmeans_labels, pair_f1
@@ -95,8 +94,11 @@ def _random_set(seed, n=400, classes=40, dim=16, singletons=3):
 @pytest.mark.parametrize("seed", [0, 1, 2])
 def test_agrees_with_pytorch_metric_learning(seed):
     x, y = _random_set(seed)
-    calc = AccuracyCalculator(include=("precision_at_1", "r_precision", "mean_average_precision_at_r"),
-                              k="max_bin_count", device=torch.device("cpu"))
+    calc = AccuracyCalculator(
+        include=("precision_at_1", "r_precision", "mean_average_precision_at_r"),
+        k="max_bin_count",
+        device=torch.device("cpu"),
+    )
     ref = calc.get_accuracy(x, y)
     ours = metrics_of(x, y)
     assert ours["precision_at_1"] == pytest.approx(ref["precision_at_1"], abs=1e-6)
@@ -190,8 +192,9 @@ def test_protocol_concatenates_normalised_folds_per_seed():
     single = evaluate_embeddings(l2_normalize(x), y, cfg, seed=0)
     con = out["concatenated"]
     assert con["seeds"]["seed_0"]["map_at_r"] == pytest.approx(single["map_at_r"])
-    assert con["mean"]["map_at_r"] == pytest.approx((con["seeds"]["seed_0"]["map_at_r"]
-                                                     + con["seeds"]["seed_1"]["map_at_r"]) / 2)
+    assert con["mean"]["map_at_r"] == pytest.approx(
+        (con["seeds"]["seed_0"]["map_at_r"] + con["seeds"]["seed_1"]["map_at_r"]) / 2
+    )
     sep = out["separated"]
     assert set(sep["models"]) == {"fold_0_seed_0", "fold_1_seed_0", "fold_0_seed_1", "fold_1_seed_1"}
     values = [m["map_at_r"] for m in sep["models"].values()]
@@ -200,7 +203,10 @@ def test_protocol_concatenates_normalised_folds_per_seed():
     # 95% t interval with 3 degrees of freedom: t = 3.182446...
     assert sep["ci95"]["map_at_r"] == pytest.approx(3.1824463 * np.std(values, ddof=1) / 2, rel=1e-6)
     # per-class scores: one row per class; their query-weighted mean is each model's metric
-    assert list(per_class.index) == sorted(set(y)) and per_class.queries.sum() == sep["models"]["fold_0_seed_0"]["num_queries"]
+    assert (
+        list(per_class.index) == sorted(set(y))
+        and per_class.queries.sum() == sep["models"]["fold_0_seed_0"]["num_queries"]
+    )
     for key, m in sep["models"].items():
         for metric in ("map_at_r", "precision_at_1"):
             weighted = (per_class[f"{key}:{metric}"] * per_class.queries).sum() / per_class.queries.sum()
@@ -248,8 +254,11 @@ def test_evaluate_run_reads_the_models_and_writes_one_spectrum_per_model(tmp_pat
     models = [(0, 0), (1, 0), (0, 3), (1, 3)]
     for i, (fold, seed) in enumerate(models):
         (tmp_path / f"fold-{fold}-seed-{seed}").mkdir()
-        np.savez(tmp_path / f"fold-{fold}-seed-{seed}" / "test_embeddings.npz", embeddings=rng.normal(size=(20, 3)),
-                 labels=labels)
+        np.savez(
+            tmp_path / f"fold-{fold}-seed-{seed}" / "test_embeddings.npz",
+            embeddings=rng.normal(size=(20, 3)),
+            labels=labels,
+        )
         write_json(tmp_path / f"fold-{fold}-seed-{seed}" / "summary.json", {"best_val_map_at_r": 0.1 * (i + 1)})
     result, spectra, per_class = evaluate_run((str(tmp_path), "x", models, tiny_params.eval, 0))
     assert result["validation"]["map_at_r"] == pytest.approx(0.25)  # mean of the models' kept validation MAP@R
@@ -260,7 +269,9 @@ def test_evaluate_run_reads_the_models_and_writes_one_spectrum_per_model(tmp_pat
     assert set(result["concatenated"]["seeds"]) == {"seed_0", "seed_3"}
     assert spectra.groupby(["fold", "seed"]).singular_value.sum().round(12).tolist() == [1.0] * 4
     assert spectra["index"].tolist() == [1, 2, 3] * 4
-    np.savez(tmp_path / "fold-1-seed-3" / "test_embeddings.npz", embeddings=rng.normal(size=(20, 3)), labels=labels[::-1])
+    np.savez(
+        tmp_path / "fold-1-seed-3" / "test_embeddings.npz", embeddings=rng.normal(size=(20, 3)), labels=labels[::-1]
+    )
     with pytest.raises(DataError, match="test labels differ from fold-0-seed-0's"):
         evaluate_run((str(tmp_path), "x", models, tiny_params.eval, 0))
 
@@ -270,8 +281,11 @@ def test_query_gallery_agrees_with_pytorch_metric_learning(seed):
     """In-shop protocol: queries ranked against the gallery only (PML: reference set, ref_includes_query=False)."""
     x, y = _random_set(seed, singletons=0)
     query = np.random.default_rng(seed).random(len(y)) < 0.4
-    calc = AccuracyCalculator(include=("precision_at_1", "r_precision", "mean_average_precision_at_r"),
-                              k="max_bin_count", device=torch.device("cpu"))
+    calc = AccuracyCalculator(
+        include=("precision_at_1", "r_precision", "mean_average_precision_at_r"),
+        k="max_bin_count",
+        device=torch.device("cpu"),
+    )
     ref = calc.get_accuracy(x[query], y[query], x[~query], y[~query], ref_includes_query=False)
     ours = evaluate_embeddings(x, y, EvalConfig(kmeans_niter=5), seed=0, query=query)
     assert ours["num_queries"] == np.isin(y[query], y[~query]).sum()  # a query without gallery match is left out
@@ -321,8 +335,13 @@ def adversarial(rng, n: int, dim: int, kind: str) -> np.ndarray:
 
 
 @settings(max_examples=60, deadline=None)
-@given(seed=st.integers(0, 2**32 - 1), n=st.integers(3, 120), dim=st.sampled_from([1, 2, 7, 64, 128]),
-       kind=st.sampled_from(["duplicates", "lattice", "near_ties", "scaled"]), data=st.data())
+@given(
+    seed=st.integers(0, 2**32 - 1),
+    n=st.integers(3, 120),
+    dim=st.sampled_from([1, 2, 7, 64, 128]),
+    kind=st.sampled_from(["duplicates", "lattice", "near_ties", "scaled"]),
+    data=st.data(),
+)
 def test_exact_knn_equals_a_float64_brute_force(seed, n, dim, kind, data):
     x = adversarial(np.random.default_rng(seed), n, dim, kind)
     k = data.draw(st.integers(1, len(x) - 1))
@@ -333,8 +352,13 @@ def test_exact_knn_equals_a_float64_brute_force(seed, n, dim, kind, data):
 
 
 @settings(max_examples=30, deadline=None)
-@given(seed=st.integers(0, 2**32 - 1), n=st.integers(2, 80), dim=st.sampled_from([1, 3, 128]),
-       kind=st.sampled_from(["duplicates", "lattice", "near_ties", "scaled"]), data=st.data())
+@given(
+    seed=st.integers(0, 2**32 - 1),
+    n=st.integers(2, 80),
+    dim=st.sampled_from([1, 3, 128]),
+    kind=st.sampled_from(["duplicates", "lattice", "near_ties", "scaled"]),
+    data=st.data(),
+)
 def test_exact_gallery_knn_equals_a_float64_brute_force(seed, n, dim, kind, data):
     rng = np.random.default_rng(seed)
     x = adversarial(rng, n, dim, kind)
@@ -375,8 +399,9 @@ def test_a_float32_ranking_would_differ_on_near_ties():
     float32_lists = np.take_along_axis(i32, order, axis=1)
     exact, _ = brute_force(x, 9)
     exact_with_self = np.concatenate([np.arange(len(x))[:, None], exact], axis=1)  # self at distance 0 first
-    assert not np.array_equal(np.sort(float32_lists, axis=1), np.sort(exact_with_self, axis=1)) or \
-        not np.array_equal(float32_lists, exact_with_self)
+    assert not np.array_equal(np.sort(float32_lists, axis=1), np.sort(exact_with_self, axis=1)) or not np.array_equal(
+        float32_lists, exact_with_self
+    )
 
 
 def test_threads_do_not_change_the_lists():

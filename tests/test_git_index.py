@@ -57,8 +57,12 @@ def test_an_ordinary_edit_or_no_git_is_not_stale(repo, tmp_path_factory):
 
 def test_a_stage_warns_about_a_stale_params_file(repo):
     _rewrite_keeping_stat(repo / "params.yaml", "lambda: 3e-4\n")
-    done = subprocess.run([sys.executable, "-m", "stages.prepare", "--params", str(repo / "params.yaml"),
-                           "--out", str(repo / "out")], cwd=ROOT, capture_output=True, text=True,
-                          env={**os.environ, "PYTHONPATH": str(ROOT)})
+    done = subprocess.run(
+        [sys.executable, "-m", "stages.prepare", "--params", str(repo / "params.yaml"), "--out", str(repo / "out")],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        env={**os.environ, "PYTHONPATH": str(ROOT)},
+    )
     assert "params.yaml: changed since git last looked" in done.stderr
     assert subprocess.run(["git", "diff", "--quiet", "--", "params.yaml"], cwd=repo).returncode == 1

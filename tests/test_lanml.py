@@ -55,8 +55,9 @@ def test_gradient_matches_finite_differences(gamma1, gamma2, mu):
     direction = (direction + direction.T) / 2
     _, grad = problem.value_and_gradient(m, mu)
     eps = 1e-6
-    numeric = (problem.value_and_gradient(m + eps * direction, mu)[0]
-               - problem.value_and_gradient(m - eps * direction, mu)[0]) / (2 * eps)
+    numeric = (
+        problem.value_and_gradient(m + eps * direction, mu)[0] - problem.value_and_gradient(m - eps * direction, mu)[0]
+    ) / (2 * eps)
     assert np.sum(grad * direction) == pytest.approx(numeric, rel=1e-4, abs=1e-8)
 
 
@@ -69,10 +70,13 @@ def test_similar_sets_are_the_nearest_same_class_samples():
     assert np.flatnonzero(sets.dissimilar[0]).tolist() == [4, 5]
 
 
-@pytest.mark.parametrize("y,message", [
-    (np.zeros(6, dtype=int), "at least two classes"),
-    (np.array([0, 0, 0, 1, 1, 2]), "a class has a single sample"),
-])
+@pytest.mark.parametrize(
+    "y,message",
+    [
+        (np.zeros(6, dtype=int), "at least two classes"),
+        (np.array([0, 0, 0, 1, 1, 2]), "a class has a single sample"),
+    ],
+)
 def test_bad_labels(y, message):
     with pytest.raises(LANMLError, match=message):
         neighbourhoods(np.zeros((6, 2)), y, 3)
@@ -97,14 +101,19 @@ def test_pnca_at_alpha_one_is_nca_and_its_gradient():
     sets = neighbourhoods(X_TINY, Y_TINY, None)
     m = random_psd(3, RNG)
     d = mahalanobis_sq(X_TINY, m)
-    p = [sum(math.exp(-d[i, k]) for k in range(12) if k != i and Y_TINY[k] == Y_TINY[i])
-         / sum(math.exp(-d[i, k]) for k in range(12) if k != i) for i in range(12)]
+    p = [
+        sum(math.exp(-d[i, k]) for k in range(12) if k != i and Y_TINY[k] == Y_TINY[i])
+        / sum(math.exp(-d[i, k]) for k in range(12) if k != i)
+        for i in range(12)
+    ]
     value, grad = pnca_value_and_gradient(X_TINY, sets, 1.0, m)
     assert value == pytest.approx(-np.mean(p))
     direction = np.eye(3)
     eps = 1e-6
-    numeric = (pnca_value_and_gradient(X_TINY, sets, 1.0, m + eps * direction)[0]
-               - pnca_value_and_gradient(X_TINY, sets, 1.0, m - eps * direction)[0]) / (2 * eps)
+    numeric = (
+        pnca_value_and_gradient(X_TINY, sets, 1.0, m + eps * direction)[0]
+        - pnca_value_and_gradient(X_TINY, sets, 1.0, m - eps * direction)[0]
+    ) / (2 * eps)
     assert np.trace(grad) == pytest.approx(numeric, rel=1e-5)
 
 
@@ -224,14 +233,18 @@ def test_gmml_solves_its_riccati_equation():
     assert m @ a @ m == pytest.approx(b, rel=1e-6)
 
 
-@pytest.mark.parametrize("name", ["euclidean", "lanml_minus", "lanml_plus", "pnca", "nca", "lmnn", "itml",
-                                  "scml", "gmml"])
+@pytest.mark.parametrize(
+    "name", ["euclidean", "lanml_minus", "lanml_plus", "pnca", "nca", "lmnn", "itml", "scml", "gmml"]
+)
 def test_every_linear_method_gives_a_psd_metric(name):
     from pipeline.linear.methods import METHODS, transform
 
     x, y = uci(load_iris, per_class=15)
-    hp = {"lanml_minus": {"lam": 0.5, "gamma1": -1.0, "gamma2": 2.0},
-          "lanml_plus": {"lam": 0.5, "gamma1": 1.0, "gamma2": 2.0}, "pnca": {"alpha": 1.0}}.get(name, {})
+    hp = {
+        "lanml_minus": {"lam": 0.5, "gamma1": -1.0, "gamma2": 2.0},
+        "lanml_plus": {"lam": 0.5, "gamma1": 1.0, "gamma2": 2.0},
+        "pnca": {"alpha": 1.0},
+    }.get(name, {})
     m = METHODS[name](x, y, **hp)
     assert m.shape == (4, 4) and np.allclose(m, m.T, atol=1e-8) and np.linalg.eigvalsh(m).min() > -1e-8
     z = transform(x, m)
@@ -255,8 +268,15 @@ def test_one_split_of_the_protocol_on_iris():
     from pipeline.linear.protocol import compare_methods
 
     x, y = load_iris(return_X_y=True)
-    cfg = LanmlConfig(methods=["lanml_minus"], repeats=1, test_fraction=0.3, max_k=10, cv_folds=3, pca_dims=150,
-                      grids={"lanml_minus": {"lam": [0.5], "gamma1": [-1.0], "gamma2": [1.0, 2.0]}})
+    cfg = LanmlConfig(
+        methods=["lanml_minus"],
+        repeats=1,
+        test_fraction=0.3,
+        max_k=10,
+        cv_folds=3,
+        pca_dims=150,
+        grids={"lanml_minus": {"lam": [0.5], "gamma1": [-1.0], "gamma2": [1.0, 2.0]}},
+    )
     out = compare_methods(x, y, cfg, seed=0)["lanml_minus"]["splits"][0]
     assert out["setting"]["gamma2"] in (1.0, 2.0) and 1 <= out["k"] <= 10
     assert out["accuracy"] > 0.85 and out["accuracy_best_k_on_test"] >= out["accuracy"]
@@ -278,3 +298,31 @@ def test_timing_table_on_a_small_set():
     assert len(result["ratios"]) == 8 and all(r > 0 for r in result["ratios"].values())
     text = timing_markdown([{"dataset": "iris", **result}], 2)
     assert "| iris (42 x 4) | LANML- |" in text and "LMNN-7 / LANML+" in text
+
+
+def test_lanml_table_names_methods_as_the_paper_does():
+    """Rows read 'LANML- (`lanml_minus`)' (ANML Table 2's name, our id beside it); the paper's value sits in the
+    row of its own method only, and the Euclidean baseline, which the paper does not list, shows none."""
+    import pandas as pd
+
+    from pipeline.reporting.lanml_table import lanml_markdown
+
+    stats = {"mean": 95.0, "std": 1.0}
+    result = {
+        "dataset": "iris",
+        "samples": 150,
+        "features": 4,
+        "classes": 3,
+        "methods": {
+            m: {"accuracy": stats, "accuracy_best_k_on_test": stats} for m in ("euclidean", "lanml_minus", "itml")
+        },
+    }
+    reference = pd.DataFrame({"dataset": ["iris"], "method": ["LANML-"], "accuracy": [99.79], "std": [2.09]})
+    rows = [
+        line for line in lanml_markdown([result], reference, 2).splitlines() if line.startswith("| ") and "±" in line
+    ]
+    assert rows == [
+        "| Euclidean (`euclidean`) | 95.00 ± 1.00 | 95.00 ± 1.00 | - | - |",
+        "| LANML- (`lanml_minus`) | 95.00 ± 1.00 | 95.00 ± 1.00 | 99.79 ± 2.09 | -4.79 |",
+        "| ITML (`itml`) | 95.00 ± 1.00 | 95.00 ± 1.00 | - | - |",
+    ]

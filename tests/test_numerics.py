@@ -21,12 +21,22 @@ from tests.conftest import ROOT, merge, write_params
 
 # two "other CPUs": what the libraries would pick on an older / a different x86-64 machine
 EMULATED_CPUS = {
-    "cpu_a": {"MKL_CBWR": "AVX", "ATEN_CPU_CAPABILITY": "default", "OPENBLAS_CORETYPE": "Sandybridge",
-              "NPY_DISABLE_CPU_FEATURES": "X86_V3", numerics.FAISS_SIMD_VARIABLE: "NONE",
-              numerics.FAISS_CORETYPE_VARIABLE: "Sandybridge"},
-    "cpu_b": {"MKL_CBWR": "AUTO", "ATEN_CPU_CAPABILITY": "avx2", "OPENBLAS_CORETYPE": "Haswell",
-              "NPY_DISABLE_CPU_FEATURES": "", numerics.FAISS_SIMD_VARIABLE: "AVX2",
-              numerics.FAISS_CORETYPE_VARIABLE: "Haswell"},
+    "cpu_a": {
+        "MKL_CBWR": "AVX",
+        "ATEN_CPU_CAPABILITY": "default",
+        "OPENBLAS_CORETYPE": "Sandybridge",
+        "NPY_DISABLE_CPU_FEATURES": "X86_V3",
+        numerics.FAISS_SIMD_VARIABLE: "NONE",
+        numerics.FAISS_CORETYPE_VARIABLE: "Sandybridge",
+    },
+    "cpu_b": {
+        "MKL_CBWR": "AUTO",
+        "ATEN_CPU_CAPABILITY": "avx2",
+        "OPENBLAS_CORETYPE": "Haswell",
+        "NPY_DISABLE_CPU_FEATURES": "",
+        numerics.FAISS_SIMD_VARIABLE: "AVX2",
+        numerics.FAISS_CORETYPE_VARIABLE: "Haswell",
+    },
 }
 
 
@@ -69,8 +79,10 @@ def test_bad_thread_count_is_named(monkeypatch):
 def test_faiss_loads_its_own_blas_unpinned_and_leaves_the_pin_in_place():
     """faiss runs its fastest kernels (its results are re-ranked exactly: tests/test_evaluation.py); loading
     it must not unpin numpy's and scipy's OpenBLAS, which read the same variable."""
-    code = ("import os, pipeline.numerics as n; f = n.faiss(); "
-            "print(os.environ['OPENBLAS_CORETYPE'], f.omp_get_max_threads())")
+    code = (
+        "import os, pipeline.numerics as n; f = n.faiss(); "
+        "print(os.environ['OPENBLAS_CORETYPE'], f.omp_get_max_threads())"
+    )
     env = {**os.environ, "PYTHONPATH": str(ROOT), numerics.THREADS_VARIABLE: "2"}
     env.pop(numerics.NATIVE_SWITCH, None)
     done = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True)
@@ -99,7 +111,7 @@ def test_torch_square_roots_are_correctly_rounded():
 
 
 def test_without_a_c_compiler_pinning_says_the_square_root_is_not_pinned(tmp_path):
-    code = ("import warnings, pipeline.numerics as n; print(n.settings()['torch sqrt'])")
+    code = "import warnings, pipeline.numerics as n; print(n.settings()['torch sqrt'])"
     env = {**os.environ, "CC": "/bin/false", "DML_SHIM_DIR": str(tmp_path), "PYTHONPATH": str(ROOT)}
     env.pop(numerics.NATIVE_SWITCH, None)
     done = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True)
@@ -110,16 +122,23 @@ def test_without_a_c_compiler_pinning_says_the_square_root_is_not_pinned(tmp_pat
 def test_faiss_on_another_cpus_kernels_changes_its_distances_not_our_neighbours(tmp_path):
     """The faiss emulation variables reach its kernels (its float32 distances change: its SIMD level for a
     few queries, its OpenBLAS for many), and the exact kNN's lists do not."""
-    code = ("import sys, numpy as np, pipeline.numerics as n; from pipeline.evaluation.knn import nearest_neighbours; "
-            "x = np.random.default_rng(0).standard_normal((3000, 48)).astype(np.float32); f = n.faiss(); "
-            "few, _ = f.knn(x[:10], x, 20); many, _ = f.knn(x[:600], x, 20); "
-            "np.savez(sys.argv[1], few=few, many=many, ours=nearest_neighbours(x, 20)[0])")
+    code = (
+        "import sys, numpy as np, pipeline.numerics as n; from pipeline.evaluation.knn import nearest_neighbours; "
+        "x = np.random.default_rng(0).standard_normal((3000, 48)).astype(np.float32); f = n.faiss(); "
+        "few, _ = f.knn(x[:10], x, 20); many, _ = f.knn(x[:600], x, 20); "
+        "np.savez(sys.argv[1], few=few, many=many, ours=nearest_neighbours(x, 20)[0])"
+    )
     found = {}
     for name, level, core in (("a", "NONE", "Sandybridge"), ("b", "AVX2", "Haswell")):
-        env = {**os.environ, "PYTHONPATH": str(ROOT), numerics.FAISS_SIMD_VARIABLE: level,
-               numerics.FAISS_CORETYPE_VARIABLE: core}
-        done = subprocess.run([sys.executable, "-c", code, str(tmp_path / f"{name}.npz")], env=env,
-                              capture_output=True, text=True)
+        env = {
+            **os.environ,
+            "PYTHONPATH": str(ROOT),
+            numerics.FAISS_SIMD_VARIABLE: level,
+            numerics.FAISS_CORETYPE_VARIABLE: core,
+        }
+        done = subprocess.run(
+            [sys.executable, "-c", code, str(tmp_path / f"{name}.npz")], env=env, capture_output=True, text=True
+        )
         assert done.returncode == 0, done.stderr[-2000:]
         found[name] = np.load(tmp_path / f"{name}.npz")
     a, b = found["a"], found["b"]
@@ -148,13 +167,21 @@ def _digest(folder: Path) -> str:
 @pytest.mark.slow
 def test_stages_give_identical_outputs_on_emulated_cpus(tmp_path, tiny_dict):
     """The embed stage (two processes), the train stage (two spawned workers, torch + faiss), the evaluate
-    stage (faiss kNN re-ranked exactly, k-means, spectra) and the LANML stage (numpy, scipy, cvxpy's numerics,
+    stage (faiss kNN re-ranked exactly, k-means, spectra), the pictures (kNN, t-SNE, PNG bytes) and the LANML stage (numpy, scipy, cvxpy's numerics,
     metric-learn) on a tiny config, under two emulated CPUs (faiss's SIMD level and BLAS too), pinned and not."""
     from pipeline.config import params_from_dict
     from pipeline.runs import all_runs
 
-    params = write_params(tmp_path / "params.yaml", merge(tiny_dict, {"train": {"workers": 2},  # a convolution: kernels to choose
-                                                           "backbone": {"name": "tiny_cnn", "input_size": 16}}))
+    params = write_params(
+        tmp_path / "params.yaml",
+        merge(
+            tiny_dict,
+            {
+                "train": {"workers": 2},  # a convolution: kernels to choose
+                "backbone": {"name": "tiny_cnn", "input_size": 16},
+            },
+        ),
+    )
     base = {k: v for k, v in os.environ.items() if k not in (*numerics.PINNED, numerics.NATIVE_SWITCH)}
     base["PYTHONPATH"] = str(ROOT)
     _run(["stages.prepare", "--params", str(params), "--out", "prepared"], tmp_path, base)
@@ -165,20 +192,92 @@ def test_stages_give_identical_outputs_on_emulated_cpus(tmp_path, tiny_dict):
             env = {**base, **variables, **({} if pinned else {numerics.NATIVE_SWITCH: "1"})}
             features = str(out / "features")
             _run(["stages.embed", "--params", str(params), "--data", "prepared", "--out", features], tmp_path, env)
-            _run(["stages.train", "--params", str(params), "--method", "c2_ccp", "--data", "prepared",
-                  "--features", features, "--out", str(out / "models"), "--train-logs", str(out / "logs"),
-                  "--subproblems", str(out / "subproblems")], tmp_path, env)
+            _run(
+                [
+                    "stages.train",
+                    "--params",
+                    str(params),
+                    "--method",
+                    "c2_ccp",
+                    "--data",
+                    "prepared",
+                    "--features",
+                    features,
+                    "--out",
+                    str(out / "models"),
+                    "--train-logs",
+                    str(out / "logs"),
+                    "--subproblems",
+                    str(out / "subproblems"),
+                ],
+                tmp_path,
+                env,
+            )
             for name in all_runs(params_from_dict(tiny_dict)):  # evaluate reads every run: c2_ccp's models
                 shutil.copytree(out / "models", out / "all_models" / name)
-            _run(["stages.evaluate", "--params", str(params), "--models", str(out / "all_models"),
-                  "--out", str(out / "metrics"), "--spectra", str(out / "spectra"),
-                  "--per-class", str(out / "per_class"), "--headline", str(out / "headline" / "h.json")],
-                 tmp_path, env)
-            _run(["stages.lanml", "--params", str(params), "--dataset", "iris", "--cache", "uci",
-                  "--out", str(out / "lanml" / "iris.json")], tmp_path, env)
-            digests[pinned, cpu] = {part: _digest(out / part) for part in
-                                    ("features", "models", "logs", "metrics", "spectra", "per_class", "headline",
-                                     "lanml")}
+            _run(
+                [
+                    "stages.evaluate",
+                    "--params",
+                    str(params),
+                    "--models",
+                    str(out / "all_models"),
+                    "--out",
+                    str(out / "metrics"),
+                    "--spectra",
+                    str(out / "spectra"),
+                    "--per-class",
+                    str(out / "per_class"),
+                    "--headline",
+                    str(out / "headline" / "h.json"),
+                ],
+                tmp_path,
+                env,
+            )
+            _run(
+                [
+                    "stages.pictures",
+                    "--params",
+                    str(params),
+                    "--data",
+                    "prepared",
+                    "--models",
+                    str(out / "all_models"),
+                    "--out",
+                    str(out / "pictures"),
+                ],
+                tmp_path,
+                env,
+            )
+            _run(
+                [
+                    "stages.lanml",
+                    "--params",
+                    str(params),
+                    "--dataset",
+                    "iris",
+                    "--cache",
+                    "uci",
+                    "--out",
+                    str(out / "lanml" / "iris.json"),
+                ],
+                tmp_path,
+                env,
+            )
+            digests[pinned, cpu] = {
+                part: _digest(out / part)
+                for part in (
+                    "features",
+                    "models",
+                    "logs",
+                    "metrics",
+                    "spectra",
+                    "per_class",
+                    "headline",
+                    "pictures",
+                    "lanml",
+                )
+            }
     assert digests[True, "cpu_a"] == digests[True, "cpu_b"]
     # the emulation reaches the kernels: unpinned, the two CPUs embed and train differently
     assert digests[False, "cpu_a"]["features"] != digests[False, "cpu_b"]["features"]

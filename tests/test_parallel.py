@@ -31,8 +31,10 @@ def test_results_in_job_order_from_two_workers():
 
 
 def test_one_worker_runs_here():
-    assert [r[:2] for r in run_jobs(square_and_threads, [2, 3], workers=1, threads=1)] == [(4, os.getpid()),
-                                                                                         (9, os.getpid())]
+    assert [r[:2] for r in run_jobs(square_and_threads, [2, 3], workers=1, threads=1)] == [
+        (4, os.getpid()),
+        (9, os.getpid()),
+    ]
 
 
 def test_a_worker_error_keeps_its_type_and_message():
@@ -45,8 +47,10 @@ def sleep_and_say_pid(folder):
     time.sleep(120)
 
 
-STAGE_LIKE = ("import sys, pipeline; from pipeline.parallel import run_jobs; from tests.test_parallel import sleep_and_say_pid; "
-              "run_jobs(sleep_and_say_pid, [sys.argv[1]] * 4, workers=2, threads=1)")
+STAGE_LIKE = (
+    "import sys, pipeline; from pipeline.parallel import run_jobs; from tests.test_parallel import sleep_and_say_pid; "
+    "run_jobs(sleep_and_say_pid, [sys.argv[1]] * 4, workers=2, threads=1)"
+)
 
 
 def _alive(pid: int) -> bool:
@@ -57,8 +61,14 @@ def _alive(pid: int) -> bool:
 
 
 def _start_stage_like(folder):
-    process = subprocess.Popen([sys.executable, "-c", STAGE_LIKE, str(folder)], cwd=ROOT, start_new_session=True,
-                               env={**os.environ, "PYTHONPATH": str(ROOT)}, stderr=subprocess.PIPE, text=True)
+    process = subprocess.Popen(
+        [sys.executable, "-c", STAGE_LIKE, str(folder)],
+        cwd=ROOT,
+        start_new_session=True,
+        env={**os.environ, "PYTHONPATH": str(ROOT)},
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     deadline = time.monotonic() + 60
     while len(list(folder.iterdir())) < 2:  # both workers are in a job
         assert time.monotonic() < deadline and process.poll() is None, process.stderr.read() if process.poll() else ""
@@ -96,11 +106,19 @@ def test_two_quick_ctrl_c_end_the_stage_and_its_workers_promptly(tmp_path):
 
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc")
 def test_a_failed_job_stops_the_others(tmp_path):
-    code = ("import sys, pipeline; from pipeline.parallel import run_jobs; from tests.test_parallel import "
-            "sleep_or_fail; run_jobs(sleep_or_fail, [(sys.argv[1], 'sleep'), (sys.argv[1], 'fail')], 2, 1)")
+    code = (
+        "import sys, pipeline; from pipeline.parallel import run_jobs; from tests.test_parallel import "
+        "sleep_or_fail; run_jobs(sleep_or_fail, [(sys.argv[1], 'sleep'), (sys.argv[1], 'fail')], 2, 1)"
+    )
     started = time.monotonic()
-    done = subprocess.run([sys.executable, "-c", code, str(tmp_path)], cwd=ROOT, capture_output=True, text=True,
-                          env={**os.environ, "PYTHONPATH": str(ROOT)}, timeout=60)
+    done = subprocess.run(
+        [sys.executable, "-c", code, str(tmp_path)],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        env={**os.environ, "PYTHONPATH": str(ROOT)},
+        timeout=60,
+    )
     assert done.returncode != 0 and "ParamsError" in done.stderr and time.monotonic() - started < 30
     assert _gone_within([int(p.name) for p in tmp_path.iterdir()], 5)
 

@@ -32,33 +32,62 @@ def stages_run(output: str) -> set[str]:
 @pytest.fixture(scope="module")
 def repo(tmp_path_factory):
     repo = tmp_path_factory.mktemp("project")
-    for name in ("pipeline", "stages", "reference"):
+    for name in ("pipeline", "stages", "reference", "conf"):
         shutil.copytree(ROOT / name, repo / name, ignore=shutil.ignore_patterns("__pycache__"))
     for name in ("dvc.yaml", ".dvcignore"):
         shutil.copy(ROOT / name, repo)
-    write_params_like_dvc(repo / "params.yaml", TINY_OVERRIDES)
+    # the tiny config is the project's conf/ with the tiny values; params.yaml is composed from it, and every
+    # `dvc exp run -S` below composes again (DVC's Hydra composition, as in the project)
+    write_params_like_dvc(repo / "conf" / "config.yaml", TINY_OVERRIDES, template=ROOT / "conf" / "config.yaml")
+    sh([sys.executable, "-m", "pipeline.compose"], repo)
     sh(["git", "init", "-q"], repo)
     sh(["git", "config", "user.email", "test@example.com"], repo)
     sh(["git", "config", "user.name", "test"], repo)
     sh(DVC + ["init", "-q"], repo)
     sh(DVC + ["config", "core.analytics", "false"], repo)
+    sh(DVC + ["config", "hydra.enabled", "true"], repo)
     sh(["git", "add", "-A"], repo)
     sh(["git", "commit", "-qm", "tiny project"], repo)
     return repo
 
 
 RUNS = ("ms", "proxy_anchor", "c2_loss_proxy", "c2_ccp", "ms_plain", "ms_profs_hncm")
-FIGURES = ("tuning_history", "validation_curves", "ccp_proxies_pool", "ccp_lambda", "profs_lambda", "profs_m", "ccp_loss_proxy_vs_ccp",
-           "ccp_steps_per_projection", "ccp_subproblems", "spectrum", "ccp_poc")
+FIGURES = (
+    "tuning_history",
+    "validation_curves",
+    "ccp_proxies_pool",
+    "ccp_lambda",
+    "profs_lambda",
+    "profs_m",
+    "ccp_loss_proxy_vs_ccp",
+    "ccp_steps_per_projection",
+    "ccp_subproblems",
+    "spectrum",
+    "ccp_poc",
+)
 
 
 def test_repro_builds_every_output(repo):
     out = sh(DVC + ["repro"], repo)
-    expected = {"prepare", "embed", "tune", "poc", "report", "lanml@iris", "lanml_timing", "evaluate", "train@ms",
-                "train@proxy_anchor",
-                "train_ccp_base@c2-loss_proxy",
-                "train_ccp@c2-ccp", "train_profs@ms-plain", "train_profs@ms-profs_hncm", "ablation@ccp",
-                "ablation@profs"}
+    expected = {
+        "prepare",
+        "embed",
+        "tune",
+        "poc",
+        "report",
+        "lanml@iris",
+        "lanml_timing",
+        "evaluate",
+        "pictures",
+        "train@ms",
+        "train@proxy_anchor",
+        "train_ccp_base@c2-loss_proxy",
+        "train_ccp@c2-ccp",
+        "train_profs@ms-plain",
+        "train_profs@ms-profs_hncm",
+        "ablation@ccp",
+        "ablation@profs",
+    }
     assert stages_run(out) == expected
     reports = repo / "reports"
     results = (reports / "results.md").read_text()
@@ -80,8 +109,11 @@ def test_repro_builds_every_output(repo):
     assert index.index("claims.md") < index.index("## What was run") and "MKL_CBWR=COMPATIBLE" in index
     claims = (reports / "claims.md").read_text()
     assert "C2-CCP (`c2_ccp`)" in claims and "4 paired models" in claims
-    for pair in ("C2-Loss-Proxy (`c2_loss_proxy`) → C2-CCP (`c2_ccp`)", "MS (plain) (`ms_plain`) → MS-PROFS (`ms_profs`)",
-                 "ccp → sample_ccp (2-D proof of concept)"):
+    for pair in (
+        "C2-Loss-Proxy (`c2_loss_proxy`) → C2-CCP (`c2_ccp`)",
+        "MS (plain) (`ms_plain`) → MS-PROFS (`ms_profs`)",
+        "ccp → sample_ccp (2-D proof of concept)",
+    ):
         assert pair in claims, pair
     assert "**not run**" in claims  # the tiny config trains no batch run, no ANML pair: listed, not dropped
     assert "bootstrap over test classes and models" in claims
@@ -91,9 +123,17 @@ def test_repro_builds_every_output(repo):
     assert "as written in params.yaml (`tune.trials` 0" in claims  # the tiny config's patience / max epochs
     assert (reports / "per_class" / "c2_ccp.csv").read_text().startswith("class,queries,fold_0_seed_0:map_at_r,")
     assert all(f"figures/{name}.png" in index for name in FIGURES)
+    for method in RUNS:  # what each run retrieves and its map, published and linked from the index
+        for kind in ("retrieval", "maps"):
+            assert (reports / "pictures" / kind / f"{method}.png").stat().st_size > 10_000, (kind, method)
+            assert f"(pictures/{kind}/{method}.png)" in index
     assert len((reports / "ablations" / "ccp.csv").read_text().splitlines()) == 1 + 4 + 2
     lanml = (reports / "lanml.md").read_text()
-    assert "## iris (150 samples, 4 features, 3 classes)" in lanml and "| lanml_minus |" in lanml
+    assert (
+        "## iris (150 samples, 4 features, 3 classes)" in lanml
+        and "| LANML- (`lanml_minus`) |" in lanml
+        and "| Euclidean (`euclidean`) |" in lanml
+    )
     timing = (reports / "lanml_timing.md").read_text()
     assert "| iris (105 x 4) | LANML- |" in timing and "| iris (105 x 4) | LMNN-7 |" in timing
     shown = sh(DVC + ["metrics", "show", "--json"], repo)
@@ -113,9 +153,11 @@ def test_second_repro_is_a_no_op(repo):
 def _snapshot(repo):
     reports = repo / "reports"
     rows = (reports / "results.csv").read_text().splitlines()
-    return {"rows": {r.split(",")[0] + r.split(",")[1]: r for r in rows[1:]},
-            "figures": {p.name: p.read_bytes() for p in (reports / "figures").glob("*.png")},
-            "lanml": (reports / "lanml.md").read_text()}
+    return {
+        "rows": {r.split(",")[0] + r.split(",")[1]: r for r in rows[1:]},
+        "figures": {p.name: p.read_bytes() for p in (reports / "figures").glob("*.png")},
+        "lanml": (reports / "lanml.md").read_text(),
+    }
 
 
 def test_ccp_lambda_changes_only_ccp_rows_and_figures(repo):
@@ -123,16 +165,19 @@ def test_ccp_lambda_changes_only_ccp_rows_and_figures(repo):
     out = sh(DVC + ["exp", "run", "-S", "ccp.lambda=3e-2"], repo)
     ran = stages_run(out)
     # not Loss-Proxy: no lambda there; tune reads every run's section, and at 0 trials rewrites the same records
-    assert ran == {"tune", "train_ccp@c2-ccp", "ablation@ccp", "poc", "evaluate", "report"}
+    assert ran == {"tune", "train_ccp@c2-ccp", "ablation@ccp", "poc", "evaluate", "pictures", "report"}
     diff = sh(["git", "diff", "--unified=0", "params.yaml"], repo)
-    changed = [line.split("#")[0].rstrip() for line in diff.splitlines() if line[:1] in "+-" and line[:3] not in ("+++", "---")]
-    assert changed == ["-  lambda: 2e-4", "+  lambda: 0.03"]  # the one key, nothing else rewritten
+    changed = [
+        line.split("#")[0].rstrip() for line in diff.splitlines() if line[:1] in "+-" and line[:3] not in ("+++", "---")
+    ]
+    assert changed == ["-  lambda: 0.0002", "+  lambda: 0.03"]  # the one key, nothing else rewritten
     after = _snapshot(repo)
     changed_rows = {k for k in before["rows"] if before["rows"][k] != after["rows"][k]}
     assert changed_rows and all(k.startswith("c2_ccp") for k in changed_rows)  # loss_proxy has no lambda
     changed_figures = {k for k in before["figures"] if before["figures"][k] != after["figures"][k]}
-    assert changed_figures and all(k.startswith(("ccp_", "spectrum", "validation_curves")) for k in changed_figures), \
+    assert changed_figures and all(k.startswith(("ccp_", "spectrum", "validation_curves")) for k in changed_figures), (
         changed_figures
+    )
     assert not {"profs_lambda.png", "profs_m.png"} & changed_figures
     assert before["lanml"] == after["lanml"]
     assert "lambda: 0.03" in (repo / "params.yaml").read_text()
@@ -140,7 +185,7 @@ def test_ccp_lambda_changes_only_ccp_rows_and_figures(repo):
 
 def test_exp_run_reruns_only_the_changed_method(repo):
     out = sh(DVC + ["exp", "run", "-S", "baselines.ms.loss.alpha=3.0"], repo)
-    assert stages_run(out) == {"tune", "train@ms", "evaluate", "report"}
+    assert stages_run(out) == {"tune", "train@ms", "evaluate", "pictures", "report"}
     params = yaml.safe_load((repo / "params.yaml").read_text())
     assert params["baselines"]["ms"]["loss"]["alpha"] == 3.0
     shown = sh(DVC + ["exp", "show", "--csv"], repo)
@@ -164,7 +209,7 @@ def test_a_failed_stage_loses_nothing(repo):
     nothing under reports/ is touched."""
     reports, lock, params = _tree(repo / "reports"), (repo / "dvc.lock").read_text(), (repo / "params.yaml").read_text()
     at = params.index("      alpha:", params.index("\n  ms:", params.index("\nbaselines:")))  # baselines.ms.loss
-    misspelled = params[:at] + "      alpah:" + params[at + len("      alpha:"):]
+    misspelled = params[:at] + "      alpah:" + params[at + len("      alpha:") :]
     (repo / "params.yaml").write_text(misspelled)
     err = _fails(DVC + ["repro", "-s", "train@ms"], repo)
     assert "alpah" in err
@@ -237,7 +282,9 @@ def test_a_fan_out_over_two_local_jobs_assembles_the_plain_reports(repo, tmp_pat
     fanned = ran["job-0"] + ran["job-1"]
     assert sorted(fanned) == sorted(fanned_stages(here)) and ran["job-0"] and ran["job-1"]  # each once, split
     # here: only what is not fanned out (poc too when the params it reads changed: a persist output, never cached)
-    assert {"evaluate", "report"} <= set(ran["here"]) <= {"evaluate", "report", "poc"}, ran["here"]
+    assert {"evaluate", "pictures", "report"} <= set(ran["here"]) <= {"evaluate", "pictures", "report", "poc"}, ran[
+        "here"
+    ]
     assert not any(FANNED.match(s) for s in ran["here"])
     assert _tree(here / "reports") == _tree(repo / "reports")
     assert (here / "dvc.lock").read_text() == (repo / "dvc.lock").read_text()

@@ -16,14 +16,17 @@ from tests.conftest import merge
 CPU = torch.device("cpu")
 
 
-@pytest.mark.parametrize("rho,b,i,l,expected", [
-    (6, 32, 4, 37, 28),      # p(y) = 32 / 148: 6 / 0.2162 = 27.75
-    (6, 32, 2, 100, 38),     # 37.5
-    (6, 128, 4, 98, 19),     # 18.375
-    (6, 60, 2, 11318, 2264),  # SOP-size: 2263.6
-    (6, 32, 4, 8, 6),        # exact: no rounding up
-    (1, 32, 4, 2, 1),        # every class in every batch
-])
+@pytest.mark.parametrize(
+    "rho,b,i,l,expected",
+    [
+        (6, 32, 4, 37, 28),  # p(y) = 32 / 148: 6 / 0.2162 = 27.75
+        (6, 32, 2, 100, 38),  # 37.5
+        (6, 128, 4, 98, 19),  # 18.375
+        (6, 60, 2, 11318, 2264),  # SOP-size: 2263.6
+        (6, 32, 4, 8, 6),  # exact: no rounding up
+        (1, 32, 4, 2, 1),  # every class in every batch
+    ],
+)
 def test_projection_steps(rho, b, i, l, expected):
     assert projection_steps(rho, b, i, l) == expected
 
@@ -69,7 +72,7 @@ def test_batches_hold_the_representatives_which_change_every_m_steps(profs_setup
     sampler = objective.batch_sampler(data.train_labels, replace(params.train, steps_per_epoch=10), seed=0)
     labels = torch.as_tensor(data.train_labels)
     seen = []
-    for step, batch in zip(range(10), sampler):
+    for _, batch in zip(range(10), sampler):
         batch = np.asarray(batch)
         assert len(batch) == b  # the batch keeps its size
         blocks = batch.reshape(-1, i)
@@ -133,9 +136,16 @@ def test_softtriple_hncm_uses_the_nearest_centres(profs_setup):
     objective = PROFSObjective(params.profs, "softtriple", "profs_hncm", 3, 2, 8, 4)
     k = params.profs.softtriple.centers_per_class
     assert k == 2
-    centres = torch.tensor([[1.0, 0.0], [0.0, 1.0],     # class 0
-                            [-1.0, 0.0], [0.6, 0.8],    # class 1: its 2nd centre is near class 0's 2nd
-                            [0.0, -1.0], [-0.6, -0.8]])  # class 2
+    centres = torch.tensor(
+        [
+            [1.0, 0.0],
+            [0.0, 1.0],  # class 0
+            [-1.0, 0.0],
+            [0.6, 0.8],  # class 1: its 2nd centre is near class 0's 2nd
+            [0.0, -1.0],
+            [-0.6, -0.8],
+        ]
+    )  # class 2
     objective.loss.fc.data = centres.T.clone()
     assert objective.class_memory().shape == (3, 2, 2)
     assert hard_negative_classes(objective.class_memory(), torch.tensor([0, 2]), 1).tolist() == [[1], [1]]
@@ -167,14 +177,17 @@ def test_plain_variant_is_the_ordinary_loss(profs_setup):
     assert torch.equal(objective.batch_loss(model, x, y), objective.loss(model(x), y))
 
 
-@pytest.mark.parametrize("override,message", [
-    ({"rho": 0.0}, "params.yaml: profs.rho: must be > 0.0, got 0.0"),
-    ({"m": 0}, "params.yaml: profs.m: must be >= 1, got 0"),
-    ({"lambda": -1e-3}, "params.yaml: profs.lambda: must be >= 0.0, got -0.001"),
-    ({"losses": ["softmax"]}, "params.yaml: profs.losses: 'softmax' is not one of"),
-    ({"hard_classes": 99}, "params.yaml: profs.hard_classes: must be < train.classes_per_batch"),
-    ({"pair_sampling": "hardest"}, "params.yaml: profs.pair_sampling: 'hardest' is not one of"),
-])
+@pytest.mark.parametrize(
+    "override,message",
+    [
+        ({"rho": 0.0}, "params.yaml: profs.rho: must be > 0.0, got 0.0"),
+        ({"m": 0}, "params.yaml: profs.m: must be >= 1, got 0"),
+        ({"lambda": -1e-3}, "params.yaml: profs.lambda: must be >= 0.0, got -0.001"),
+        ({"losses": ["softmax"]}, "params.yaml: profs.losses: 'softmax' is not one of"),
+        ({"hard_classes": 99}, "params.yaml: profs.hard_classes: must be < train.classes_per_batch"),
+        ({"pair_sampling": "hardest"}, "params.yaml: profs.pair_sampling: 'hardest' is not one of"),
+    ],
+)
 def test_bad_profs_params(tiny_dict, override, message):
     with pytest.raises(ParamsError) as err:
         params_from_dict(merge(tiny_dict, {"profs": override}))
@@ -216,7 +229,8 @@ def test_softtriple_profs_is_the_loss_plus_the_step_regulariser(profs_setup):
         for p in model.parameters():
             p.add_(0.5)  # move away from theta^(k)
     expected = objective.loss(model(x), y) + 0.5 * params.profs.lambda_ * sum(
-        ((p - q) ** 2).sum() for p, q in zip(model.parameters(), objective.theta_k))
+        ((p - q) ** 2).sum() for p, q in zip(model.parameters(), objective.theta_k)
+    )
     assert float(objective.batch_loss(model, x, y).detach()) == pytest.approx(float(expected.detach()), rel=1e-5)
     objective.batch_loss(model, x, y)
     assert objective.projection_starts == [0, 1]  # a new theta^(k) every step

@@ -11,14 +11,28 @@ from pipeline.reporting.reference import COLUMNS, ReferenceError, read_published
 
 def fake_metrics(value: float, std: float = 0.01, concat: float | None = None, concat_std: float = 0.03) -> dict:
     keys = ("precision_at_1", "r_precision", "map_at_r", "recall_at_1", "nmi", "f1")
-    return {"separated": {"mean": {k: value for k in keys}, "std": {k: std for k in keys}},
-            "concatenated": {"mean": {k: value if concat is None else concat for k in keys},
-                             "std": {k: concat_std for k in keys}}}
+    return {
+        "separated": {"mean": {k: value for k in keys}, "std": {k: std for k in keys}},
+        "concatenated": {
+            "mean": {k: value if concat is None else concat for k in keys},
+            "std": {k: concat_std for k in keys},
+        },
+    }
 
 
 def published_rows(rows: list[dict]) -> pd.DataFrame:
-    base = {"paper": "CCP", "table": "T", "dataset": "CUB", "protocol": "mlrc-separated-128D", "method": "m",
-            "run": "", "metric": "map_at_r", "value": 0.0, "std": np.nan, "note": ""}
+    base = {
+        "paper": "CCP",
+        "table": "T",
+        "dataset": "CUB",
+        "protocol": "mlrc-separated-128D",
+        "method": "m",
+        "run": "",
+        "metric": "map_at_r",
+        "value": 0.0,
+        "std": np.nan,
+        "note": "",
+    }
     return pd.DataFrame([{**base, **r} for r in rows], columns=COLUMNS)
 
 
@@ -30,9 +44,13 @@ def test_measured_values_are_percent_with_std_over_models_and_seeds():
 
 
 def test_published_value_and_difference_only_on_the_papers_data_set():
-    published = published_rows([{"run": "a", "value": 40.0, "std": 1.5},
-                                {"run": "a", "value": 99.0, "dataset": "SOP"},
-                                {"run": "a", "value": 77.0, "protocol": "mlrc-concatenated-512D"}])
+    published = published_rows(
+        [
+            {"run": "a", "value": 40.0, "std": 1.5},
+            {"run": "a", "value": 99.0, "dataset": "SOP"},
+            {"run": "a", "value": 77.0, "protocol": "mlrc-concatenated-512D"},
+        ]
+    )
     table = comparison.measured({"a": fake_metrics(0.5)}, comparison.MLRC)
     on_cub = comparison.attach_published(table, published, "CUB", "mlrc").set_index("column")
     assert on_cub.loc["separated:map_at_r", ["paper_value", "paper_std", "difference"]].tolist() == [40.0, 1.5, 10.0]
@@ -51,14 +69,17 @@ def test_render_marks_the_best_run_and_shows_paper_columns_when_there_are_any():
     assert "| MAP@R (sep.) | MAP@R paper | Δ |" in with_paper.splitlines()[0]
     row_a = next(line for line in with_paper.splitlines() if line.startswith("| a (`a`) |"))
     assert "| 50.0 ± 1.0 | 45.0 | +5.0 |" in row_a and row_a.endswith("| CCP T |")
-    latex = comparison.render(comparison.attach_published(table, published, None, "mlrc"), comparison.MLRC, 1, latex=True)
+    latex = comparison.render(
+        comparison.attach_published(table, published, None, "mlrc"), comparison.MLRC, 1, latex=True
+    )
     assert r"\textbf{70.0 $\pm$ 1.0}" in latex and latex.startswith(r"\begin{tabular}{lrrrrrr}")
 
 
 def test_latex_escapes_run_names():
     table = comparison.measured({"c2_ccp": fake_metrics(0.5)}, comparison.MLRC)
-    latex = comparison.render(comparison.attach_published(table, published_rows([]), None, "mlrc"), comparison.MLRC, 1,
-                              latex=True)
+    latex = comparison.render(
+        comparison.attach_published(table, published_rows([]), None, "mlrc"), comparison.MLRC, 1, latex=True
+    )
     assert r"C2-CCP (c2\_ccp) &" in latex
 
 
@@ -75,20 +96,28 @@ def test_rank_agreement_matches_scipy():
 
 
 def test_conventional_columns_match_conventional_protocols_only():
-    published = published_rows([{"run": "a", "metric": "recall_at_1", "protocol": "revisiting-conventional",
-                                 "value": 60.0},
-                                {"run": "a", "metric": "recall_at_1", "protocol": "mlrc-separated-128D", "value": 1.0}])
+    published = published_rows(
+        [
+            {"run": "a", "metric": "recall_at_1", "protocol": "revisiting-conventional", "value": 60.0},
+            {"run": "a", "metric": "recall_at_1", "protocol": "mlrc-separated-128D", "value": 1.0},
+        ]
+    )
     columns = comparison.conventional_columns([1])
-    table = comparison.attach_published(comparison.measured({"a": fake_metrics(0.5)}, columns), published, "CUB",
-                                        "conventional")
+    table = comparison.attach_published(
+        comparison.measured({"a": fake_metrics(0.5)}, columns), published, "CUB", "conventional"
+    )
     assert table.set_index("column").loc["separated:recall_at_1", "paper_value"] == 60.0
 
 
 def test_orientation_lists_mlrc_map_at_r_and_the_first_r_at_1():
-    published = published_rows([{"run": "a", "value": 20.0},
-                                {"run": "a", "metric": "recall_at_1", "protocol": "conventional-x", "value": 60.0},
-                                {"run": "a", "metric": "recall_at_1", "protocol": "conventional-y", "value": 61.0},
-                                {"run": "b", "metric": "nmi", "protocol": "conventional-x", "value": 1.0}])
+    published = published_rows(
+        [
+            {"run": "a", "value": 20.0},
+            {"run": "a", "metric": "recall_at_1", "protocol": "conventional-x", "value": 60.0},
+            {"run": "a", "metric": "recall_at_1", "protocol": "conventional-y", "value": 61.0},
+            {"run": "b", "metric": "nmi", "protocol": "conventional-x", "value": 1.0},
+        ]
+    )
     wide = comparison.orientation(["a", "b"], published)
     assert list(wide.index) == ["a"]
     assert wide.loc["a", "CUB MAP@R (MLRC sep.)"] == 20.0 and wide.loc["a", "CUB R@1"] == 60.0
@@ -98,18 +127,29 @@ def test_project_reference_file_reads_and_has_known_values():
     from tests.conftest import ROOT
 
     table = read_published(ROOT / "reference" / "published.csv")
-    pick = table[(table.paper == "CCP") & (table.table == "supplement MLRC tables") & (table.run == "c2_ccp")
-                 & (table.dataset == "SOP") & (table.protocol == "mlrc-separated-128D") & (table.metric == "map_at_r")]
+    pick = table[
+        (table.paper == "CCP")
+        & (table.table == "supplement MLRC tables")
+        & (table.run == "c2_ccp")
+        & (table.dataset == "SOP")
+        & (table.protocol == "mlrc-separated-128D")
+        & (table.metric == "map_at_r")
+    ]
     assert pick.value.tolist() == [48.18]
-    revisiting = table[(table.table == "supplement Table 5") & (table.run == "margin_d") & (table.metric == "recall_at_1")]
+    revisiting = table[
+        (table.table == "supplement Table 5") & (table.run == "margin_d") & (table.metric == "recall_at_1")
+    ]
     assert revisiting[["value", "std"]].values.tolist() == [[79.86, 0.33]]
     assert set(table.paper) == {"CCP", "PROFS", "ANML", "Revisiting"}
 
 
-@pytest.mark.parametrize("text,message", [
-    ("paper,table\nCCP,T\n", "missing column(s) dataset"),
-    (",".join(COLUMNS) + "\nCCP,T,CUB,mlrc,m,,map_at_r,abc,,\n", "row 1 (m, T): value 'abc' is not a number"),
-])
+@pytest.mark.parametrize(
+    "text,message",
+    [
+        ("paper,table\nCCP,T\n", "missing column(s) dataset"),
+        (",".join(COLUMNS) + "\nCCP,T,CUB,mlrc,m,,map_at_r,abc,,\n", "row 1 (m, T): value 'abc' is not a number"),
+    ],
+)
 def test_bad_reference_file_is_named(tmp_path, text, message):
     path = tmp_path / "published.csv"
     path.write_text(text)
@@ -138,13 +178,23 @@ def test_budget_table_and_patience_replay_by_hand():
     rising = [0.1, 0.2, 0.3, 0.4]  # still improving at the cap
     tie = [0.1, 0.5, 0.4, 0.500001, 0.4, 0.4]  # epoch 3 beats epoch 1 by less than min_delta: epoch 1 is kept
     ccp = [0.1, 0.5, 0.4, 0.3, 0.7, 0.6, 0.6, 0.6]  # sub-problems 1 (epochs 1-3) and 2 (epochs 4-7)
-    logs = pd.concat([
-        pd.DataFrame({"epoch": range(8), "val_map_at_r": curve, "run": "a", "model": "m0"}),
-        pd.DataFrame({"epoch": range(4), "val_map_at_r": rising, "run": "a", "model": "m1"}),
-        pd.DataFrame({"epoch": range(8), "val_map_at_r": ccp, "subproblem": [1, 1, 1, 1, 2, 2, 2, 2], "run": "b",
-                      "model": "m0"}),
-        pd.DataFrame({"epoch": range(6), "val_map_at_r": tie, "run": "c", "model": "m0"}),
-    ], ignore_index=True)
+    logs = pd.concat(
+        [
+            pd.DataFrame({"epoch": range(8), "val_map_at_r": curve, "run": "a", "model": "m0"}),
+            pd.DataFrame({"epoch": range(4), "val_map_at_r": rising, "run": "a", "model": "m1"}),
+            pd.DataFrame(
+                {
+                    "epoch": range(8),
+                    "val_map_at_r": ccp,
+                    "subproblem": [1, 1, 1, 1, 2, 2, 2, 2],
+                    "run": "b",
+                    "model": "m0",
+                }
+            ),
+            pd.DataFrame({"epoch": range(6), "val_map_at_r": tie, "run": "c", "model": "m0"}),
+        ],
+        ignore_index=True,
+    )
     models = budgets.per_model(logs, {"a": 3, "b": 3, "c": 4}, 1e-5)
     assert models[["best_epoch", "stop_epoch"]].values.tolist() == [[4, 7], [3, 3], [4, 7], [1, 5]]
     assert models.cut_while_improving.tolist() == [False, True, False, False]

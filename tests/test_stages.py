@@ -10,8 +10,12 @@ from tests.conftest import ROOT, merge, write_params
 
 
 def run_stage(module, params_path, *args):
-    return subprocess.run([sys.executable, "-m", f"stages.{module}", "--params", str(params_path), *args],
-                          cwd=ROOT, capture_output=True, text=True)
+    return subprocess.run(
+        [sys.executable, "-m", f"stages.{module}", "--params", str(params_path), *args],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+    )
 
 
 def tree_digest(folder):
@@ -31,13 +35,19 @@ def prepared(tmp_path, tiny_dict):
     return out
 
 
-@pytest.mark.parametrize("override,message", [
-    ({"data": {"images_per_clas": 8}}, "error: params.yaml: data.images_per_clas: unknown key"),
-    ({"data": {"num_classes": "many"}}, "error: params.yaml: data.num_classes: Value 'many' of type 'str'"),
-    ({"data": {"images_per_class": 1}}, "error: params.yaml: data.images_per_class: must be >= 2, got 1"),
-    ({"train": {"weight_decay": -1e-4}}, "error: params.yaml: train.weight_decay: must be >= 0.0, got -0.0001"),
-    ({"experiment": {"methods": ["ms", "nope"]}}, "error: params.yaml: experiment.methods: unknown method 'nope'"),
-])
+@pytest.mark.parametrize(
+    "override,message",
+    [
+        ({"data": {"images_per_clas": 8}}, "error: params.yaml: data.images_per_clas: unknown key"),
+        (
+            {"data": {"num_classes": "many"}},
+            "error: params.yaml: data.num_classes: must be a valid integer, got 'many'",
+        ),
+        ({"data": {"images_per_class": 1}}, "error: params.yaml: data.images_per_class: must be >= 2, got 1"),
+        ({"train": {"weight_decay": -1e-4}}, "error: params.yaml: train.weight_decay: must be >= 0.0, got -0.0001"),
+        ({"experiment": {"methods": ["ms", "nope"]}}, "error: params.yaml: experiment.methods: unknown method 'nope'"),
+    ],
+)
 def test_bad_params_leave_outputs_untouched(tmp_path, tiny_dict, prepared, override, message):
     before = tree_digest(prepared)
     bad = write_params(tmp_path / "params.yaml", merge(tiny_dict, override))
@@ -52,11 +62,26 @@ def test_train_refuses_a_method_not_listed(tmp_path, tiny_dict, prepared):
     out.mkdir()
     (out / "keep").write_text("earlier output")
     params = write_params(tmp_path / "params.yaml", tiny_dict)
-    done = run_stage("train", params, "--method", "foo", "--data", str(prepared),
-                     "--out", str(out), "--train-logs", str(tmp_path / "logs"))
+    done = run_stage(
+        "train",
+        params,
+        "--method",
+        "foo",
+        "--data",
+        str(prepared),
+        "--out",
+        str(out),
+        "--train-logs",
+        str(tmp_path / "logs"),
+    )
     assert done.returncode == 2
-    assert done.stderr.strip().splitlines()[-1].startswith(
-        "error: params.yaml: method 'foo' is not one of the configured runs (ms, proxy_anchor, c2_loss_proxy, c2_ccp, ms_plain,")
+    assert (
+        done.stderr.strip()
+        .splitlines()[-1]
+        .startswith(
+            "error: params.yaml: method 'foo' is not one of the configured runs (ms, proxy_anchor, c2_loss_proxy, c2_ccp, ms_plain,"
+        )
+    )
     assert (out / "keep").read_text() == "earlier output"
 
 
@@ -73,15 +98,26 @@ def test_report_refuses_a_spectrum_run_that_is_not_trained(tmp_path, tiny_dict):
     params = write_params(tmp_path / "params.yaml", merge(tiny_dict, {"report": {"spectrum_runs": ["ms", "npair"]}}))
     done = run_stage("report", params, "--out", str(tmp_path / "rep"))
     assert done.returncode == 2
-    assert done.stderr.strip().splitlines()[-1].startswith(
-        "error: params.yaml: report.spectrum_runs: npair not among the trained runs (ms, proxy_anchor,")
+    assert (
+        done.stderr.strip()
+        .splitlines()[-1]
+        .startswith("error: params.yaml: report.spectrum_runs: npair not among the trained runs (ms, proxy_anchor,")
+    )
     assert not (tmp_path / "rep").exists()
 
 
 def test_lanml_stage_names_an_unknown_data_set(tmp_path, tiny_dict):
     out = tmp_path / "x.json"
-    done = run_stage("lanml", write_params(tmp_path / "params.yaml", tiny_dict), "--dataset", "mnist",
-                     "--cache", str(tmp_path / "uci"), "--out", str(out))
+    done = run_stage(
+        "lanml",
+        write_params(tmp_path / "params.yaml", tiny_dict),
+        "--dataset",
+        "mnist",
+        "--cache",
+        str(tmp_path / "uci"),
+        "--out",
+        str(out),
+    )
     assert done.returncode == 2
     assert done.stderr.strip().splitlines()[-1].startswith("error: unknown data set 'mnist' (valid: iris, wine,")
     assert not out.exists()
@@ -93,10 +129,29 @@ def test_report_names_missing_lanml_results(tmp_path, tiny_dict):
     ablations.mkdir()
     for study in ("ccp", "profs"):
         (ablations / f"{study}.csv").write_text("sweep,test_map_at_r\n")
-    done = run_stage("report", write_params(tmp_path / "params.yaml", merge(tiny_dict, {"experiment": {"methods": []},
-                     "ccp": {"losses": []}, "profs": {"losses": []}, "report": {"spectrum_runs": []}})),
-                     "--metrics", str(metrics), "--ablations", str(ablations),
-                     "--lanml", str(tmp_path / "none"), "--out", str(tmp_path / "rep"))
+    done = run_stage(
+        "report",
+        write_params(
+            tmp_path / "params.yaml",
+            merge(
+                tiny_dict,
+                {
+                    "experiment": {"methods": []},
+                    "ccp": {"losses": []},
+                    "profs": {"losses": []},
+                    "report": {"spectrum_runs": []},
+                },
+            ),
+        ),
+        "--metrics",
+        str(metrics),
+        "--ablations",
+        str(ablations),
+        "--lanml",
+        str(tmp_path / "none"),
+        "--out",
+        str(tmp_path / "rep"),
+    )
     assert done.returncode == 2
     last = done.stderr.strip().splitlines()[-1]
     assert last.startswith("error: ") and last.endswith("iris.json: LANML results not found (run lanml@iris)")
@@ -105,12 +160,23 @@ def test_report_names_missing_lanml_results(tmp_path, tiny_dict):
 
 def test_evaluate_names_missing_test_embeddings(tmp_path, tiny_dict):
     out = tmp_path / "metrics"
-    done = run_stage("evaluate", write_params(tmp_path / "params.yaml", tiny_dict), "--models", str(tmp_path / "models"),
-                     "--out", str(out), "--spectra", str(tmp_path / "spectra"), "--headline", str(tmp_path / "h.json"))
+    done = run_stage(
+        "evaluate",
+        write_params(tmp_path / "params.yaml", tiny_dict),
+        "--models",
+        str(tmp_path / "models"),
+        "--out",
+        str(out),
+        "--spectra",
+        str(tmp_path / "spectra"),
+        "--headline",
+        str(tmp_path / "h.json"),
+    )
     assert done.returncode == 2
     assert done.stderr.strip().splitlines()[-1] == (
         f"error: {tmp_path / 'models' / 'ms'}/fold-0-seed-0/test_embeddings.npz: test embeddings not found "
-        "(run the train stage of ms)")
+        "(run the train stage of ms)"
+    )
     assert not out.exists() and not (tmp_path / "h.json").exists()
 
 
@@ -119,12 +185,30 @@ def test_a_terminated_stage_leaves_no_temporary_folder(tmp_path, tiny_dict, prep
     import signal
     import time
 
-    params = write_params(tmp_path / "params.yaml", merge(tiny_dict, {"train": {"mode": "finetune", "max_epochs": 50,
-                                                                               "patience": 50}}))
+    params = write_params(
+        tmp_path / "params.yaml", merge(tiny_dict, {"train": {"mode": "finetune", "max_epochs": 50, "patience": 50}})
+    )
     (tmp_path / "models").mkdir()
-    proc = subprocess.Popen([sys.executable, "-m", "stages.train", "--params", str(params), "--method", "ms",
-                             "--data", str(prepared), "--out", str(tmp_path / "models" / "ms"),
-                             "--train-logs", str(tmp_path / "logs")], cwd=ROOT, stderr=subprocess.PIPE, text=True)
+    proc = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "stages.train",
+            "--params",
+            str(params),
+            "--method",
+            "ms",
+            "--data",
+            str(prepared),
+            "--out",
+            str(tmp_path / "models" / "ms"),
+            "--train-logs",
+            str(tmp_path / "logs"),
+        ],
+        cwd=ROOT,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     deadline = time.time() + 120
     while not list((tmp_path / "models").glob(".ms.*.tmp")) and time.time() < deadline and proc.poll() is None:
         time.sleep(0.2)
@@ -144,8 +228,20 @@ def test_a_truncated_feature_cache_is_one_line(tmp_path, tiny_dict, prepared):
     assert run_stage("embed", params, "--data", str(prepared), "--out", str(features)).returncode == 0
     cache = features / "features.npz"
     cache.write_bytes(cache.read_bytes()[: cache.stat().st_size // 2])  # a copy cut short
-    done = run_stage("train", params, "--method", "ms", "--data", str(prepared), "--features", str(features),
-                     "--out", str(tmp_path / "model"), "--train-logs", str(tmp_path / "logs"))
+    done = run_stage(
+        "train",
+        params,
+        "--method",
+        "ms",
+        "--data",
+        str(prepared),
+        "--features",
+        str(features),
+        "--out",
+        str(tmp_path / "model"),
+        "--train-logs",
+        str(tmp_path / "logs"),
+    )
     assert done.returncode == 2, done.stderr
     assert _last_line(done).startswith(f"error: {cache}: unreadable (") and "dvc repro -f embed" in _last_line(done)
     assert "Traceback" not in done.stderr
@@ -156,8 +252,7 @@ def test_cuda_without_cuda_is_one_line(tmp_path, tiny_dict, prepared):
     params = write_params(tmp_path / "params.yaml", merge(tiny_dict, {"train": {"device": "cuda"}}))
     done = run_stage("embed", params, "--data", str(prepared), "--out", str(tmp_path / "features"))
     assert done.returncode == 2 and "Traceback" not in done.stderr
-    assert _last_line(done) == ("error: train.device: cuda requested but no CUDA device is available "
-                                "(use auto or cpu)")
+    assert _last_line(done) == ("error: train.device: cuda requested but no CUDA device is available (use auto or cpu)")
 
 
 def test_an_empty_params_file_is_one_line(tmp_path):

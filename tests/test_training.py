@@ -44,8 +44,9 @@ def test_training_improves_validation_and_keeps_best(tiny_dict, tiny_data):
 def test_early_stopping_uses_patience(tiny_dict, tiny_data):
     manifest, features = tiny_data
     # lr so small that nothing improves by min_delta: stops after `patience` epochs
-    params = params_from_dict(merge(tiny_dict, {"train": {"lr": 1e-12, "max_epochs": 20, "patience": 2,
-                                                          "min_delta": 0.5}}))
+    params = params_from_dict(
+        merge(tiny_dict, {"train": {"lr": 1e-12, "max_epochs": 20, "patience": 2, "min_delta": 0.5}})
+    )
     result = train_fold(params, "ms", 0, manifest, features, CPU)
     assert len(result.fit.history) == 1 + 2 and result.fit.best_epoch == 0
     assert result.fit.stop_reason == "patience"
@@ -53,8 +54,10 @@ def test_early_stopping_uses_patience(tiny_dict, tiny_data):
 
 def _no_progress(tiny_dict, **sections) -> dict:
     """Nothing improves by min_delta: the shared rule would stop after train.patience = 1 epoch."""
-    return merge(tiny_dict, {"train": {"lr": 1e-12, "max_epochs": 30, "patience": 1, "min_delta": 0.5,
-                                       "steps_per_epoch": 4}, **sections})
+    return merge(
+        tiny_dict,
+        {"train": {"lr": 1e-12, "max_epochs": 30, "patience": 1, "min_delta": 0.5, "steps_per_epoch": 4}, **sections},
+    )
 
 
 def test_ccp_takes_the_stop_only_at_the_end_of_a_sub_problem(tiny_dict, tiny_data):
@@ -81,7 +84,7 @@ def test_profs_takes_the_stop_only_at_the_end_of_a_projection(tiny_dict, tiny_da
     assert len(plain.fit.history) - 1 == 1 and plain.fit.stop_reason == "patience"
 
 
-def test_profs_budget_of_the_presets(tiny_dict, tiny_data):
+def test_profs_budget_of_the_protocols(tiny_dict, tiny_data):
     """profs.max_epochs / profs.patience give the whole PROFS family, plain included, its own budget."""
     from pipeline.runs import run_train_config
 
@@ -110,15 +113,24 @@ def test_finetune_mode_with_tiny_cnn(tiny_dict, tiny_data):
     from pipeline.runtime import derive_seed, seed_everything
 
     manifest, _ = tiny_data
-    params = params_from_dict(merge(tiny_dict, {"backbone": {"name": "tiny_cnn", "input_size": 16},
-                                                "train": {"mode": "finetune", "max_epochs": 2, "min_delta": 0.0}}))
+    params = params_from_dict(
+        merge(
+            tiny_dict,
+            {
+                "backbone": {"name": "tiny_cnn", "input_size": 16},
+                "train": {"mode": "finetune", "max_epochs": 2, "min_delta": 0.0},
+            },
+        )
+    )
     seed_everything(derive_seed(params.seed, "proxy_anchor", 0))
     initial = build_backbone(params.backbone).state_dict()  # the same draw train_fold makes
     result = train_fold(params, "proxy_anchor", 0, manifest, None, CPU)
     assert result.test_embeddings.shape == (len(manifest.rows("test")), params.train.embedding_dim)
     assert result.fit.best_epoch >= 1
     trained = result.model.backbone.state_dict()
-    assert not torch.allclose(trained["trunk.features.0.weight"], initial["trunk.features.0.weight"])  # backbone trained
+    assert not torch.allclose(
+        trained["trunk.features.0.weight"], initial["trunk.features.0.weight"]
+    )  # backbone trained
 
 
 def test_non_finite_loss_stops_with_the_step(tiny_dict, tiny_data, monkeypatch):

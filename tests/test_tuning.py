@@ -16,9 +16,11 @@ from pipeline.tuning import apply_values, completed_trials, run_study, study_nam
 from tests.conftest import merge
 from tests.test_stages import run_stage
 
-SPACE = {"baselines.ms.loss.alpha": {"low": 0.01, "high": 100.0, "log": True},
-         "baselines.ms.loss.base": {"low": 0.0, "high": 1.0},
-         "ccp.pool_size": {"low": 3, "high": 9, "integer": True}}
+SPACE = {
+    "baselines.ms.loss.alpha": {"low": 0.01, "high": 100.0, "log": True},
+    "baselines.ms.loss.base": {"low": 0.0, "high": 1.0},
+    "ccp.pool_size": {"low": 3, "high": 9, "integer": True},
+}
 
 
 @pytest.fixture
@@ -28,8 +30,11 @@ def tune_params(tiny_dict):
 
 def bowl(values: dict) -> float:
     """A cheap objective with its maximum inside the space: the sampler must move towards it."""
-    return -(np.log10(values["baselines.ms.loss.alpha"]) - 1) ** 2 - (values["baselines.ms.loss.base"] - 0.3) ** 2 \
+    return (
+        -((np.log10(values["baselines.ms.loss.alpha"]) - 1) ** 2)
+        - (values["baselines.ms.loss.base"] - 0.3) ** 2
         - 0.01 * (values["ccp.pool_size"] - 5) ** 2
+    )
 
 
 def test_apply_values_sets_the_keys_and_keeps_everything_else(tune_params):
@@ -43,24 +48,41 @@ def test_apply_values_sets_the_keys_and_keeps_everything_else(tune_params):
         apply_values(tune_params, {"ccp.pool_size": 1})
 
 
-@pytest.mark.parametrize("dim,message", [
-    ({"baselines.ms.loss.alpah": {"low": 0.1, "high": 1.0}}, "tune.spaces.ms.baselines.ms.loss.alpah: not a numeric params key"),
-    ({"baselines.ms.loss.alpha": {"low": 2.0, "high": 1.0}}, r"tune.spaces.ms.baselines.ms.loss.alpha: need low < high"),
-    ({"baselines.ms.loss.base": {"low": 0.0, "high": 1.0, "log": True}}, "a log range needs low > 0"),
-    ({"train.mode": {"low": 0.0, "high": 1.0}}, "tune.spaces.ms.train.mode: not a numeric params key"),
-])
+@pytest.mark.parametrize(
+    "dim,message",
+    [
+        (
+            {"baselines.ms.loss.alpah": {"low": 0.1, "high": 1.0}},
+            "tune.spaces.ms.baselines.ms.loss.alpah: not a numeric params key",
+        ),
+        (
+            {"baselines.ms.loss.alpha": {"low": 2.0, "high": 1.0}},
+            r"tune.spaces.ms.baselines.ms.loss.alpha: need low < high",
+        ),
+        ({"baselines.ms.loss.base": {"low": 0.0, "high": 1.0, "log": True}}, "a log range needs low > 0"),
+        ({"train.mode": {"low": 0.0, "high": 1.0}}, "tune.spaces.ms.train.mode: not a numeric params key"),
+    ],
+)
 def test_bad_search_spaces_name_the_key(tiny_dict, dim, message):
     with pytest.raises(ParamsError, match=message):
         params_from_dict(merge(tiny_dict, {"tune": {"spaces": {"ms": dim}}}))
 
 
-@pytest.mark.parametrize("inherit,spaces,message", [
-    ({"c2_ccp": "c2_ccp"}, {}, r"tune.inherit.c2_ccp: inherits from itself \(c2_ccp -> c2_ccp\)"),
-    ({"c2_ccp": "c2_batch", "c2_batch": "c2_ccp"}, {}, "inherits from itself"),
-    ({"c2_ccp": "c2_batch"}, {"c2_batch": {"ccp.lambda": {"low": 0.1, "high": 1.0}},
-                              "c2_ccp": {"ccp.lambda": {"low": 0.1, "high": 1.0}}},
-     r"tune.inherit.c2_ccp: c2_ccp -> c2_batch search the same key twice \(ccp.lambda\)"),
-])
+@pytest.mark.parametrize(
+    "inherit,spaces,message",
+    [
+        ({"c2_ccp": "c2_ccp"}, {}, r"tune.inherit.c2_ccp: inherits from itself \(c2_ccp -> c2_ccp\)"),
+        ({"c2_ccp": "c2_batch", "c2_batch": "c2_ccp"}, {}, "inherits from itself"),
+        (
+            {"c2_ccp": "c2_batch"},
+            {
+                "c2_batch": {"ccp.lambda": {"low": 0.1, "high": 1.0}},
+                "c2_ccp": {"ccp.lambda": {"low": 0.1, "high": 1.0}},
+            },
+            r"tune.inherit.c2_ccp: c2_ccp -> c2_batch search the same key twice \(ccp.lambda\)",
+        ),
+    ],
+)
 def test_inheritance_is_a_forest_of_disjoint_searches(tiny_dict, inherit, spaces, message):
     raw = merge(tiny_dict, {})
     raw["tune"].update(inherit=inherit, spaces=spaces)
@@ -68,7 +90,9 @@ def test_inheritance_is_a_forest_of_disjoint_searches(tiny_dict, inherit, spaces
         params_from_dict(raw)
 
 
-def test_the_same_params_give_the_same_trials_and_a_resumed_study_the_same_as_an_uninterrupted_one(tune_params, tmp_path):
+def test_the_same_params_give_the_same_trials_and_a_resumed_study_the_same_as_an_uninterrupted_one(
+    tune_params, tmp_path
+):
     whole = completed_trials(run_study(tune_params, "ms", bowl, tmp_path / "a.journal", trials=14))
     assert len(whole) == 14
     assert completed_trials(run_study(tune_params, "ms", bowl, tmp_path / "b.journal", trials=14)) == whole
@@ -106,8 +130,12 @@ def test_tuning_never_reads_the_test_classes(tune_params, tiny_data):
     without test classes gives the same weights and validation curve, and trains at all."""
     manifest, features = tiny_data
     test = features.split == "test"
-    poisoned = FeatureCache(np.where(test[:, None], np.nan, features.features).astype(np.float32),
-                            features.labels, features.split, features.fold)
+    poisoned = FeatureCache(
+        np.where(test[:, None], np.nan, features.features).astype(np.float32),
+        features.labels,
+        features.split,
+        features.fold,
+    )
     cpu = torch.device("cpu")
     clean = train_fold(tune_params, "ms", 0, manifest, features, cpu, test=False)
     dirty = train_fold(tune_params, "ms", 0, manifest, poisoned, cpu, test=False)
@@ -129,16 +157,38 @@ def test_the_tune_stage_records_every_run_and_train_applies_the_best_values(tmp_
     from tests.conftest import write_params
 
     space = {"baselines.ms.loss.alpha": {"low": 0.5, "high": 8.0, "log": True}}
-    raw = merge(tiny_dict, {"experiment": {"methods": ["ms", "proxy_anchor"], "seeds": [0]},
-                            "profs": {"losses": []}, "tune": {"trials": 3, "startup_trials": 2}})
-    raw["tune"]["spaces"] = {"ms": space, "c2_batch": {"ccp.c2.beta": {"low": 0.3, "high": 0.6}},
-                             "c2_ccp": {"ccp.lambda": {"low": 1e-5, "high": 1e-2, "log": True}}}
+    raw = merge(
+        tiny_dict,
+        {
+            "experiment": {"methods": ["ms", "proxy_anchor"], "seeds": [0]},
+            "profs": {"losses": []},
+            "tune": {"trials": 3, "startup_trials": 2},
+        },
+    )
+    raw["tune"]["spaces"] = {
+        "ms": space,
+        "c2_batch": {"ccp.c2.beta": {"low": 0.3, "high": 0.6}},
+        "c2_ccp": {"ccp.lambda": {"low": 1e-5, "high": 1e-2, "log": True}},
+    }
     params = write_params(tmp_path / "params.yaml", raw)
     prepared, features, tuned, records = (tmp_path / name for name in ("prepared", "features", "tuned", "records"))
-    tune_args = ("--data", prepared, "--features", features, "--studies", tmp_path / "studies", "--out", tuned,
-                 "--records", records)
-    for module, args in (("prepare", ("--out", prepared)), ("embed", ("--data", prepared, "--out", features)),
-                         ("tune", tune_args)):
+    tune_args = (
+        "--data",
+        prepared,
+        "--features",
+        features,
+        "--studies",
+        tmp_path / "studies",
+        "--out",
+        tuned,
+        "--records",
+        records,
+    )
+    for module, args in (
+        ("prepare", ("--out", prepared)),
+        ("embed", ("--data", prepared, "--out", features)),
+        ("tune", tune_args),
+    ):
         done = run_stage(module, params, *map(str, args))
         assert done.returncode == 0, done.stderr
     assert done.stderr.count("validation MAP@R") == 9  # one log line per trial: ms, c2_batch, c2_ccp
@@ -148,7 +198,9 @@ def test_the_tune_stage_records_every_run_and_train_applies_the_best_values(tmp_
     assert ms["trials"] == 3 and len(ms["history"]) == 3 and (tmp_path / "studies" / "ms.journal").is_file()
     best = max(ms["history"], key=lambda t: t["val_map_at_r"])
     assert ms["values"] == best["values"] and 0.5 <= ms["values"]["baselines.ms.loss.alpha"] <= 8.0
-    assert ms["best_val_map_at_r"] == best["val_map_at_r"] and ms["space"] == {k: {**v, "integer": False} for k, v in space.items()}
+    assert ms["best_val_map_at_r"] == best["val_map_at_r"] and ms["space"] == {
+        k: {**v, "integer": False} for k, v in space.items()
+    }
     assert other["trials"] == 0 and other["values"] == {}
     # inheritance: Loss-Proxy trains at c2_batch's beta; c2_ccp searched lambda with that beta fixed
     batch, proxy, ccp = (read_json(records / f"{run}.json") for run in ("c2_batch", "c2_loss_proxy", "c2_ccp"))
@@ -161,8 +213,22 @@ def test_the_tune_stage_records_every_run_and_train_applies_the_best_values(tmp_
     again = run_stage("tune", params, *map(str, tune_args))
     assert again.returncode == 0 and "validation MAP@R" not in again.stderr and read_json(records / "ms.json") == ms
     assert read_json(records / "c2_ccp.json") == ccp
-    done = run_stage("train", params, "--method", "ms", "--data", str(prepared), "--features", str(features),
-                     "--out", str(tmp_path / "models"), "--train-logs", str(tmp_path / "logs"), "--tuned", str(tuned / "ms.json"))
+    done = run_stage(
+        "train",
+        params,
+        "--method",
+        "ms",
+        "--data",
+        str(prepared),
+        "--features",
+        str(features),
+        "--out",
+        str(tmp_path / "models"),
+        "--train-logs",
+        str(tmp_path / "logs"),
+        "--tuned",
+        str(tuned / "ms.json"),
+    )
     assert done.returncode == 0, done.stderr
     summary = read_json(tmp_path / "models" / "fold-0-seed-0" / "summary.json")
     assert summary["params"]["loss"]["alpha"] == ms["values"]["baselines.ms.loss.alpha"]
@@ -172,19 +238,48 @@ def test_the_tuning_report_shows_used_written_and_inherited_values(tiny_params, 
     from pipeline.reporting.tuning import history_figure, tuning_frame, tuning_markdown
 
     space = {"ccp.c2.beta": {"low": 0.3, "high": 0.6, "log": False, "integer": False}}
-    history = [{"trial": 0, "val_map_at_r": 0.41, "values": {"ccp.c2.beta": 0.5}},
-               {"trial": 1, "val_map_at_r": 0.45, "values": {"ccp.c2.beta": 0.35}}]
+    history = [
+        {"trial": 0, "val_map_at_r": 0.41, "values": {"ccp.c2.beta": 0.5}},
+        {"trial": 1, "val_map_at_r": 0.45, "values": {"ccp.c2.beta": 0.35}},
+    ]
     records = [
-        {"run": "c2_batch", "space": space, "inherits": None, "inherited": {}, "trials": 2,
-         "values": {"ccp.c2.beta": 0.35}, "best_trial": 1, "best_val_map_at_r": 0.45, "history": history},
-        {"run": "c2_ccp", "space": {}, "inherits": "c2_batch", "inherited": {"ccp.c2.beta": 0.35}, "trials": 0,
-         "values": {"ccp.c2.beta": 0.35}, "best_val_map_at_r": None, "history": []},
-        {"run": "ms", "space": {}, "inherits": None, "inherited": {}, "trials": 0, "values": {},
-         "best_val_map_at_r": None, "history": []}]
+        {
+            "run": "c2_batch",
+            "space": space,
+            "inherits": None,
+            "inherited": {},
+            "trials": 2,
+            "values": {"ccp.c2.beta": 0.35},
+            "best_trial": 1,
+            "best_val_map_at_r": 0.45,
+            "history": history,
+        },
+        {
+            "run": "c2_ccp",
+            "space": {},
+            "inherits": "c2_batch",
+            "inherited": {"ccp.c2.beta": 0.35},
+            "trials": 0,
+            "values": {"ccp.c2.beta": 0.35},
+            "best_val_map_at_r": None,
+            "history": [],
+        },
+        {
+            "run": "ms",
+            "space": {},
+            "inherits": None,
+            "inherited": {},
+            "trials": 0,
+            "values": {},
+            "best_val_map_at_r": None,
+            "history": [],
+        },
+    ]
     frame = tuning_frame(tiny_params, records)
     assert frame[["run", "key", "written", "used", "range", "trials"]].values.tolist() == [
         ["c2_batch", "ccp.c2.beta", 0.19205, 0.35, "[0.3, 0.6]", 2],
-        ["c2_ccp", "ccp.c2.beta", 0.19205, 0.35, "from `c2_batch`", 0]]
+        ["c2_ccp", "ccp.c2.beta", 0.19205, 0.35, "from `c2_batch`", 0],
+    ]
     assert frame.best_val_map_at_r.iloc[0] == pytest.approx(45.0) and np.isnan(frame.best_val_map_at_r.iloc[1])
     text = tuning_markdown(tiny_params, records, 2)
     assert "| `c2_batch` | `ccp.c2.beta` | 0.192 | **0.35** | [0.3, 0.6] | 45.00 | 2 (1) |" in text

@@ -20,12 +20,15 @@ FILES = {
     "glass": {"glass.data": "1,1.52101,13.64,1\n2,1.51761,13.89,1\n3,1.51618,13.53,2\n"},
     "german": {"german.data": "A11 6 A34 A410 1\nA12 48 A32 A43 2\nA14 12 A34 A46 1\n"},
     "monk1": {"monks-1.test": " 1 1 1 1 1 3 1 data_5\n 0 1 1 1 1 3 2 data_6\n 1 1 1 1 1 1 1 data_1\n"},
-    "solar": {"flare.data1": "header line\nC S O 1 2 1 1 2 1 2 0 0 0\nD A O 1 3 1 1 2 1 2 0 0 0\n"
-                             "C K O 1 2 1 1 2 1 1 0 0 0\n"},
+    "solar": {
+        "flare.data1": "header line\nC S O 1 2 1 1 2 1 2 0 0 0\nD A O 1 3 1 1 2 1 2 0 0 0\nC K O 1 2 1 1 2 1 1 0 0 0\n"
+    },
     "pendigits": {"pendigits.tra": "47,100,27,8\n0,89,27,2\n", "pendigits.tes": "88,92,2,8\n"},
-    "cars": {"auto-mpg.data": '18.0 8 307.0 130.0 3504. 12.0 70 1 "chevrolet chevelle"\n'
-                              '25.0 4 98.00 ? 2046. 19.0 71 1 "ford pinto"\n'
-                              '31.0 4 71.00 65.00 1773. 19.0 71 3 "toyota corolla"\n'},
+    "cars": {
+        "auto-mpg.data": '18.0 8 307.0 130.0 3504. 12.0 70 1 "chevrolet chevelle"\n'
+        '25.0 4 98.00 ? 2046. 19.0 71 1 "ford pinto"\n'
+        '31.0 4 71.00 65.00 1773. 19.0 71 3 "toyota corolla"\n'
+    },
 }
 
 
@@ -34,15 +37,18 @@ def write(cache, files):
         (cache / name).write_bytes(text if isinstance(text, bytes) else text.encode())
 
 
-@pytest.mark.parametrize("name,shape,labels", [
-    ("australian", (3, 3), [0, 1, 1]),
-    ("ecoli", (3, 2), [0, 1, 0]),
-    ("german", (3, 4), [0, 1, 0]),
-    ("monk1", (3, 6), [1, 0, 1]),
-    ("solar", (3, 12), [0, 1, 0]),
-    ("pendigits", (3, 3), [1, 0, 1]),
-    ("cars", (2, 7), [1, 0]),  # the car without horsepower is left out; label mpg >= 23
-])
+@pytest.mark.parametrize(
+    "name,shape,labels",
+    [
+        ("australian", (3, 3), [0, 1, 1]),
+        ("ecoli", (3, 2), [0, 1, 0]),
+        ("german", (3, 4), [0, 1, 0]),
+        ("monk1", (3, 6), [1, 0, 1]),
+        ("solar", (3, 12), [0, 1, 0]),
+        ("pendigits", (3, 3), [1, 0, 1]),
+        ("cars", (2, 7), [1, 0]),  # the car without horsepower is left out; label mpg >= 23
+    ],
+)
 def test_parsers(tmp_path, name, shape, labels):
     write(tmp_path, FILES[name])
     x, y = load_dataset(name, tmp_path)
@@ -76,10 +82,13 @@ def test_libsvm_and_coil20(tmp_path):
     assert x.shape == (3, 1024) and y.tolist() == [0, 0, 1] and x[2, 0] == 100
 
 
-@pytest.mark.parametrize("files,message", [
-    ({"ecoli.data": "A 0.49 x cp\nB 0.07 0.40 im\n"}, "ecoli.data: non-numeric feature value"),
-    ({"ecoli.data": "A 0.49 0.29 cp\nB 0.07 0.40 cp\n"}, "ecoli: a single class"),
-])
+@pytest.mark.parametrize(
+    "files,message",
+    [
+        ({"ecoli.data": "A 0.49 x cp\nB 0.07 0.40 im\n"}, "ecoli.data: non-numeric feature value"),
+        ({"ecoli.data": "A 0.49 0.29 cp\nB 0.07 0.40 cp\n"}, "ecoli: a single class"),
+    ],
+)
 def test_bad_files(tmp_path, files, message):
     write(tmp_path, files)
     with pytest.raises(DatasetError, match=message):
@@ -87,7 +96,10 @@ def test_bad_files(tmp_path, files, message):
 
 
 def test_unknown_dataset(tmp_path):
-    with pytest.raises(DatasetError, match="unknown data set 'mnist' \\(valid: iris, wine, breast_cancer, digits, glass, vehicle, letter, australian"):
+    with pytest.raises(
+        DatasetError,
+        match="unknown data set 'mnist' \\(valid: iris, wine, breast_cancer, digits, glass, vehicle, letter, australian",
+    ):
         load_dataset("mnist", tmp_path)
 
 
@@ -136,8 +148,9 @@ def build_mlbench_deb(tmp_path, frames: dict) -> bytes:
     data = root / datasets.MLBENCH_DATA.removeprefix("./")
     data.mkdir(parents=True)
     (root / "DEBIAN").mkdir()
-    (root / "DEBIAN" / "control").write_text("Package: r-cran-mlbench\nVersion: 2.1-3-1\nArchitecture: amd64\n"
-                                             "Maintainer: test <t@t>\nDescription: test\n")
+    (root / "DEBIAN" / "control").write_text(
+        "Package: r-cran-mlbench\nVersion: 2.1-3-1\nArchitecture: amd64\nMaintainer: test <t@t>\nDescription: test\n"
+    )
     for name, frame in frames.items():
         pyreadr.write_rdata(str(data / f"{name}.rda"), frame, df_name=name)
     subprocess.run(["dpkg-deb", "--build", str(root), str(tmp_path / "built.deb")], check=True, capture_output=True)
@@ -147,8 +160,7 @@ def build_mlbench_deb(tmp_path, frames: dict) -> bytes:
 def test_mlbench_sets_from_the_debian_package(tmp_path, monkeypatch):
     import pandas as pd
 
-    glass = pd.DataFrame({"RI": [1.52, 1.51, 1.53], "Na": [13.6, 13.9, 13.5],
-                          "Type": pd.Categorical(["1", "2", "1"])})
+    glass = pd.DataFrame({"RI": [1.52, 1.51, 1.53], "Na": [13.6, 13.9, 13.5], "Type": pd.Categorical(["1", "2", "1"])})
     deb = build_mlbench_deb(tmp_path, {"Glass": glass, "Vehicle": glass.drop(columns="Type")})
     cache = tmp_path / "cache"
     cache.mkdir()

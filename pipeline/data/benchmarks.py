@@ -26,9 +26,9 @@ from __future__ import annotations
 
 import logging
 import shutil
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable
 
 import numpy as np
 import pandas as pd
@@ -74,7 +74,9 @@ def read_cub(root: Path):
     labels = _read_table(base / "image_class_labels.txt", ["id", "label"])
     table = images.merge(labels, on="id", how="left", validate="one_to_one")
     if table.label.isna().any():
-        raise DataError(f"{base / 'image_class_labels.txt'}: no class for image id {table.id[table.label.isna()].iat[0]}")
+        raise DataError(
+            f"{base / 'image_class_labels.txt'}: no class for image id {table.id[table.label.isna()].iat[0]}"
+        )
     return [f"CUB_200_2011/images/{p}" for p in table.path], table.label.astype(np.int64).to_numpy(), None
 
 
@@ -98,8 +100,11 @@ def read_sop(root: Path):
     names = ["image_id", "class_id", "super_class_id", "path"]
     parts = [_read_table(base / f"Ebay_{s}.txt", names, skip=1).assign(split=s) for s in ("train", "test")]
     table = pd.concat(parts, ignore_index=True)
-    return ([f"Stanford_Online_Products/{p}" for p in table.path], table.class_id.astype(np.int64).to_numpy(),
-            table.split.to_numpy())
+    return (
+        [f"Stanford_Online_Products/{p}" for p in table.path],
+        table.class_id.astype(np.int64).to_numpy(),
+        table.split.to_numpy(),
+    )
 
 
 def read_inshop(root: Path):
@@ -111,20 +116,52 @@ def read_inshop(root: Path):
 
 
 BENCHMARKS = {
-    "cub": Benchmark("CUB-200-2011", (
-        RemoteFile("CUB_200_2011.tgz", "https://data.caltech.edu/records/65de6-vp158/files/CUB_200_2011.tgz",
-                   "md5:97eceeb196236b17998738112f37df78", "CUB_200_2011"),), read_cub),
-    "cars196": Benchmark("Cars196", (
-        RemoteFile("car_ims.tgz", "https://ai.stanford.edu/~jkrause/car196/car_ims.tgz",
-                   "md5:d5c8f0aa497503f355e17dc7886c3f14", "car_ims"),
-        RemoteFile("cars_annos.mat", "https://ai.stanford.edu/~jkrause/car196/cars_annos.mat",
-                   "md5:b407c6086d669747186bd1d764ff9dbc")), read_cars),
-    "sop": Benchmark("Stanford Online Products", (
-        RemoteFile("Stanford_Online_Products.zip", "ftp://cs.stanford.edu/cs/cvgl/Stanford_Online_Products.zip",
-                   "md5:7f73d41a2f44250d4779881525aea32e", "Stanford_Online_Products"),), read_sop),
-    "inshop": Benchmark("In-shop Clothes Retrieval", (
-        RemoteFile("img.zip", "", None, "img"),
-        RemoteFile("list_eval_partition.txt", "", None)), read_inshop),
+    "cub": Benchmark(
+        "CUB-200-2011",
+        (
+            RemoteFile(
+                "CUB_200_2011.tgz",
+                "https://data.caltech.edu/records/65de6-vp158/files/CUB_200_2011.tgz",
+                "md5:97eceeb196236b17998738112f37df78",
+                "CUB_200_2011",
+            ),
+        ),
+        read_cub,
+    ),
+    "cars196": Benchmark(
+        "Cars196",
+        (
+            RemoteFile(
+                "car_ims.tgz",
+                "https://ai.stanford.edu/~jkrause/car196/car_ims.tgz",
+                "md5:d5c8f0aa497503f355e17dc7886c3f14",
+                "car_ims",
+            ),
+            RemoteFile(
+                "cars_annos.mat",
+                "https://ai.stanford.edu/~jkrause/car196/cars_annos.mat",
+                "md5:b407c6086d669747186bd1d764ff9dbc",
+            ),
+        ),
+        read_cars,
+    ),
+    "sop": Benchmark(
+        "Stanford Online Products",
+        (
+            RemoteFile(
+                "Stanford_Online_Products.zip",
+                "ftp://cs.stanford.edu/cs/cvgl/Stanford_Online_Products.zip",
+                "md5:7f73d41a2f44250d4779881525aea32e",
+                "Stanford_Online_Products",
+            ),
+        ),
+        read_sop,
+    ),
+    "inshop": Benchmark(
+        "In-shop Clothes Retrieval",
+        (RemoteFile("img.zip", "", None, "img"), RemoteFile("list_eval_partition.txt", "", None)),
+        read_inshop,
+    ),
 }
 
 
@@ -139,8 +176,10 @@ def _find(folder: Path, name: str) -> Path | None:
 def _fetch(f: RemoteFile, data_set: str, download_dir: Path, mirror: str) -> Path:
     url = f"{mirror.rstrip('/')}/{f.name}" if mirror else f.url
     if not url:
-        raise DownloadError(f"data.source: {data_set} has no direct download for {f.name} (it is distributed "
-                            f"through Google Drive); download it by hand and set data.source to its folder")
+        raise DownloadError(
+            f"data.source: {data_set} has no direct download for {f.name} (it is distributed "
+            f"through Google Drive); download it by hand and set data.source to its folder"
+        )
     return download(url, download_dir / f.name, f.checksum)
 
 
@@ -170,8 +209,10 @@ def gather_files(key: str, raw: Path, source: str, download_dir: Path, mirror: s
         raise DataError(f"data.source: {source} does not exist")
     if src is not None and src.is_file():
         if len(bench.files) != 1:
-            raise DataError(f"data.source: {bench.name} has {len(bench.files)} files "
-                            f"({', '.join(f.name for f in bench.files)}); point data.source at their folder")
+            raise DataError(
+                f"data.source: {bench.name} has {len(bench.files)} files "
+                f"({', '.join(f.name for f in bench.files)}); point data.source at their folder"
+            )
         _place(bench.files[0], src, raw, user_file=True)
         return
     for f in bench.files:
@@ -185,7 +226,9 @@ def gather_files(key: str, raw: Path, source: str, download_dir: Path, mirror: s
         _place(f, found or _fetch(f, bench.name, download_dir, mirror), raw, user_file=found is not None)
 
 
-def prepare_benchmark(key: str, out: Path, source: str, download_dir: Path, mirror: str, num_folds: int) -> pd.DataFrame:
+def prepare_benchmark(
+    key: str, out: Path, source: str, download_dir: Path, mirror: str, num_folds: int
+) -> pd.DataFrame:
     """Write `out`/raw (the data set) and `out`/manifest.csv; return the manifest."""
     if key not in BENCHMARKS:
         raise DataError(f"data.name: unknown data set {key!r} (valid: digit_pairs, {', '.join(BENCHMARKS)})")
@@ -198,6 +241,9 @@ def prepare_benchmark(key: str, out: Path, source: str, download_dir: Path, mirr
     manifest = build_manifest([f"{RAW}/{p}" for p in paths], labels, num_folds, split)
     manifest.to_csv(Path(out) / MANIFEST_NAME, index=False)
     counts = manifest.groupby("split").agg(images=("label", "size"), classes=("label", "nunique"))
-    log.info("%s: %s", BENCHMARKS[key].name, "; ".join(f"{s} {r.images} images / {r.classes} classes"
-                                                        for s, r in counts.iterrows()))
+    log.info(
+        "%s: %s",
+        BENCHMARKS[key].name,
+        "; ".join(f"{s} {r.images} images / {r.classes} classes" for s, r in counts.iterrows()),
+    )
     return manifest

@@ -66,8 +66,9 @@ def make_digit_pairs(num_classes: int, images_per_class: int, train_fraction: fl
     return np.stack(images), np.asarray(labels), pairs
 
 
-def write_digit_pairs(out: Path, num_classes: int, images_per_class: int, train_fraction: float,
-                      num_folds: int, seed: int) -> None:
+def write_digit_pairs(
+    out: Path, num_classes: int, images_per_class: int, train_fraction: float, num_folds: int, seed: int
+) -> None:
     """Write PNG images and the manifest under `out` (a fresh folder)."""
     images, labels, pairs = make_digit_pairs(num_classes, images_per_class, train_fraction, seed)
     paths = [f"images/{y:03d}/{i:05d}.png" for i, y in enumerate(labels)]
@@ -80,5 +81,10 @@ def write_digit_pairs(out: Path, num_classes: int, images_per_class: int, train_
     (out / "classes.csv").write_text(
         "label,left_digit,right_digit\n" + "".join(f"{i},{a},{b}\n" for i, (a, b) in enumerate(pairs))
     )
-    log.info("digit pairs: %d images, %d classes (%d train / %d test)", len(labels), num_classes,
-             (manifest.split == "train").sum(), (manifest.split == "test").sum())
+    log.info(
+        "digit pairs: %d images, %d classes (%d train / %d test)",
+        len(labels),
+        num_classes,
+        (manifest.split == "train").sum(),
+        (manifest.split == "test").sum(),
+    )

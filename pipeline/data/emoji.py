@@ -48,10 +48,10 @@ log = logging.getLogger(__name__)
 
 @dataclass(frozen=True)
 class EmojiSet:
-    prefix: str    # Iconify prefix; the npm package is @iconify-json/<prefix>
+    prefix: str  # Iconify prefix; the npm package is @iconify-json/<prefix>
     version: str
-    sha256: str    # of the npm tarball
-    licence: str   # SPDX id from the package's info.json
+    sha256: str  # of the npm tarball
+    licence: str  # SPDX id from the package's info.json
     numbered_variants: bool = False  # names carry -1, -2 ... suffixes for alternative drawings
 
     @property
@@ -63,22 +63,44 @@ class EmojiSet:
         return f"iconify-json-{self.prefix}-{self.version}.tgz"
 
 
-EMOJI_SETS = {s.prefix: s for s in (
-    EmojiSet("noto", "1.2.9", "3e918d88fc945c0bb3d468dbace6f88caef67f01c9f0e7bcae0915a042e8f1ad", "Apache-2.0"),
-    EmojiSet("noto-v1", "1.2.5", "2bf62c26c2c2884aa99e90aec942cdaee17a5921f05690694f4978ad4b017c37", "Apache-2.0"),
-    EmojiSet("twemoji", "1.2.5", "19046dff7d8707ce96212ec86468b36ac5f8e60409629dd13f809265c6d0ebb7", "CC-BY-4.0"),
-    EmojiSet("openmoji", "1.2.29", "03181e2c156cab35cf4a62f1f7886bd971d59212e75ac3f189d5a4cae3930fc5", "CC-BY-SA-4.0"),
-    EmojiSet("fluent-emoji", "1.2.7", "8044210dbf11e016d4de85f15d01a243423bd832457e7e2491df1b751c0e272b", "MIT"),
-    EmojiSet("fluent-emoji-flat", "1.2.6", "7d064769dee690815f823bc5bcc511d957198caf9f5edd8dd9c1aa48a6aeb175", "MIT"),
-    EmojiSet("fluent-emoji-high-contrast", "1.2.6", "0b92d48c90d2200bd499e3cdd09a127ca6a8c8ddefd34c35eb5a1e4994012ae0",
-             "MIT"),
-    EmojiSet("emojione", "1.2.3", "26a14f44284407e8bcde91799388dca2bfd91dbcd55a97f425524a1c5b73610e", "CC-BY-4.0"),
-    EmojiSet("emojione-v1", "1.2.3", "6641d59d48a42823fdc2b84e7427e9f302944eb98d2c7d94d6e67c139e7b37b3", "CC-BY-SA-4.0"),
-    EmojiSet("emojione-monotone", "1.2.1", "40b90004bafb406b59266155ef9b7e1dd67bf2947fc8db8d07388776f4d0d04e",
-             "CC-BY-4.0"),
-    EmojiSet("streamline-emojis", "1.2.4", "5dac87c876b322500989828c5823143e0100d78881627a2e4081a4b897cbfdbc",
-             "CC-BY-4.0", numbered_variants=True),
-)}
+EMOJI_SETS = {
+    s.prefix: s
+    for s in (
+        EmojiSet("noto", "1.2.9", "3e918d88fc945c0bb3d468dbace6f88caef67f01c9f0e7bcae0915a042e8f1ad", "Apache-2.0"),
+        EmojiSet("noto-v1", "1.2.5", "2bf62c26c2c2884aa99e90aec942cdaee17a5921f05690694f4978ad4b017c37", "Apache-2.0"),
+        EmojiSet("twemoji", "1.2.5", "19046dff7d8707ce96212ec86468b36ac5f8e60409629dd13f809265c6d0ebb7", "CC-BY-4.0"),
+        EmojiSet(
+            "openmoji", "1.2.29", "03181e2c156cab35cf4a62f1f7886bd971d59212e75ac3f189d5a4cae3930fc5", "CC-BY-SA-4.0"
+        ),
+        EmojiSet("fluent-emoji", "1.2.7", "8044210dbf11e016d4de85f15d01a243423bd832457e7e2491df1b751c0e272b", "MIT"),
+        EmojiSet(
+            "fluent-emoji-flat", "1.2.6", "7d064769dee690815f823bc5bcc511d957198caf9f5edd8dd9c1aa48a6aeb175", "MIT"
+        ),
+        EmojiSet(
+            "fluent-emoji-high-contrast",
+            "1.2.6",
+            "0b92d48c90d2200bd499e3cdd09a127ca6a8c8ddefd34c35eb5a1e4994012ae0",
+            "MIT",
+        ),
+        EmojiSet("emojione", "1.2.3", "26a14f44284407e8bcde91799388dca2bfd91dbcd55a97f425524a1c5b73610e", "CC-BY-4.0"),
+        EmojiSet(
+            "emojione-v1", "1.2.3", "6641d59d48a42823fdc2b84e7427e9f302944eb98d2c7d94d6e67c139e7b37b3", "CC-BY-SA-4.0"
+        ),
+        EmojiSet(
+            "emojione-monotone",
+            "1.2.1",
+            "40b90004bafb406b59266155ef9b7e1dd67bf2947fc8db8d07388776f4d0d04e",
+            "CC-BY-4.0",
+        ),
+        EmojiSet(
+            "streamline-emojis",
+            "1.2.4",
+            "5dac87c876b322500989828c5823143e0100d78881627a2e4081a4b897cbfdbc",
+            "CC-BY-4.0",
+            numbered_variants=True,
+        ),
+    )
+}
 SKIN_TONE = re.compile(r"skin-tone|tone-?\d")
 VARIANT = re.compile(r"^(.*)-(\d+)$")
 
@@ -89,8 +111,9 @@ def fetch_emoji_set(spec: EmojiSet, cache: Path, source: str = "") -> Path:
 
     expected = f"sha256:{spec.sha256}"
     if not source:
-        return fetch_with_client(Path(cache) / spec.filename, ["npm", "pack", "--silent", f"{spec.package}@{spec.version}"],
-                                 expected)
+        return fetch_with_client(
+            Path(cache) / spec.filename, ["npm", "pack", "--silent", f"{spec.package}@{spec.version}"], expected
+        )
     path = Path(source) / spec.filename
     if not path.exists():
         raise DataError(f"{path}: not found (data.source names a folder without {spec.package} {spec.version})")
@@ -117,8 +140,13 @@ def named_icons(icon_set: dict, numbered_variants: bool = False) -> dict[str, st
     with `numbered_variants`, ``x-1`` stands for ``x`` (the lowest number wins)."""
     icons, aliases = icon_set.get("icons", {}), icon_set.get("aliases", {})
     names = {name: name for name in icons}
-    names.update({alias: spec["parent"] for alias, spec in aliases.items()
-                  if set(spec) == {"parent"} and spec["parent"] in icons and alias not in icons})
+    names.update(
+        {
+            alias: spec["parent"]
+            for alias, spec in aliases.items()
+            if set(spec) == {"parent"} and spec["parent"] in icons and alias not in icons
+        }
+    )
     if numbered_variants:
         numbered: dict[str, str] = {}
         for name in sorted(names, key=_variant_key):
@@ -142,8 +170,10 @@ def icon_svg(icon_set: dict, icon: str, size: int) -> str:
     left, top = spec.get("left", icon_set.get("left", 0)), spec.get("top", icon_set.get("top", 0))
     width = spec.get("width", icon_set.get("width", 16))
     height = spec.get("height", icon_set.get("height", 16))
-    return (f'<svg xmlns="http://www.w3.org/2000/svg" xmlns:xlink="http://www.w3.org/1999/xlink" '
-            f'viewBox="{left} {top} {width} {height}" width="{size}" height="{size}">{spec["body"]}</svg>')
+    return (
+        f'<svg xmlns="http://www.w3.org/2000/svg" xmlns:xlink="http://www.w3.org/1999/xlink" '
+        f'viewBox="{left} {top} {width} {height}" width="{size}" height="{size}">{spec["body"]}</svg>'
+    )
 
 
 def render_svg(svg: str, size: int) -> Image.Image:
@@ -157,20 +187,25 @@ def render_svg(svg: str, size: int) -> Image.Image:
     return Image.alpha_composite(canvas, drawn).convert("RGB")
 
 
-def write_emoji(out: Path, set_names: list[str], min_sets: int, size: int, num_folds: int, seed: int,
-                cache: Path, source: str = "") -> None:
+def write_emoji(
+    out: Path, set_names: list[str], min_sets: int, size: int, num_folds: int, seed: int, cache: Path, source: str = ""
+) -> None:
     """Fetch the sets, pick the classes, render one image per (class, set) and write the manifest under `out`."""
     unknown = [s for s in set_names if s not in EMOJI_SETS]
     if unknown:
         raise DataError(f"params.yaml: data.emoji_sets: unknown set {unknown[0]!r} (valid: {', '.join(EMOJI_SETS)})")
     if min_sets > len(set_names):
-        raise DataError(f"params.yaml: data.emoji_min_sets={min_sets} exceeds the {len(set_names)} sets in data.emoji_sets")
+        raise DataError(
+            f"params.yaml: data.emoji_min_sets={min_sets} exceeds the {len(set_names)} sets in data.emoji_sets"
+        )
     icon_sets = {s: read_icon_set(fetch_emoji_set(EMOJI_SETS[s], cache, source)) for s in set_names}
     names = {s: named_icons(icon_sets[s], EMOJI_SETS[s].numbered_variants) for s in set_names}
     classes = select_classes(names, min_sets)
     if len(classes) < 2 * num_folds:
-        raise DataError(f"params.yaml: data.emoji_min_sets={min_sets} leaves {len(classes)} emoji classes, "
-                        f"too few for {num_folds} folds and a test half")
+        raise DataError(
+            f"params.yaml: data.emoji_min_sets={min_sets} leaves {len(classes)} emoji classes, "
+            f"too few for {num_folds} folds and a test half"
+        )
     order = np.random.default_rng(seed).permutation(len(classes))  # class id of classes[order[k]] is k
     labelled = [classes[i] for i in order]
     paths, labels, rows = [], [], []
@@ -190,5 +225,11 @@ def write_emoji(out: Path, set_names: list[str], min_sets: int, size: int, num_f
         f.write("label,name,sets\n")
         for label, name in enumerate(labelled):
             f.write(f"{label},{name},{' '.join(s for s in set_names if name in names[s])}\n")
-    log.info("emoji: %d images, %d classes (%d train / %d test images) from %d sets", len(labels), len(classes),
-             (manifest.split == "train").sum(), (manifest.split != "train").sum(), len(set_names))
+    log.info(
+        "emoji: %d images, %d classes (%d train / %d test images) from %d sets",
+        len(labels),
+        len(classes),
+        (manifest.split == "train").sum(),
+        (manifest.split != "train").sum(),
+        len(set_names),
+    )

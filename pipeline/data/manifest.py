@@ -46,7 +46,9 @@ def fold_of_class(train_classes: np.ndarray, num_folds: int) -> dict[int, int]:
     return {int(c): k for k in range(num_folds) for c in train_classes[edges[k] : edges[k + 1]]}
 
 
-def build_manifest(paths: list[str], labels: np.ndarray, num_folds: int, split: np.ndarray | None = None) -> pd.DataFrame:
+def build_manifest(
+    paths: list[str], labels: np.ndarray, num_folds: int, split: np.ndarray | None = None
+) -> pd.DataFrame:
     """Assign split and fold to every image; refuse classes with fewer than 2 images.
 
     `split`: a data set's official split (SOP's Ebay_train/Ebay_test, In-shop's train/query/gallery);
@@ -56,7 +58,9 @@ def build_manifest(paths: list[str], labels: np.ndarray, num_folds: int, split: 
     classes, counts = np.unique(labels, return_counts=True)
     small = classes[counts < 2]
     if len(small):
-        raise DataError(f"class {int(small[0])} has {int(counts[counts < 2][0])} image(s); every class needs at least 2")
+        raise DataError(
+            f"class {int(small[0])} has {int(counts[counts < 2][0])} image(s); every class needs at least 2"
+        )
     if split is None:
         train_classes, _ = class_disjoint_split(labels)
         split = np.where(np.isin(labels, train_classes), "train", "test")
@@ -96,7 +100,7 @@ class Manifest:
 
     def is_query(self, rows: np.ndarray) -> np.ndarray:
         """Which of `rows` are queries of a query/gallery split (all False for a plain test split)."""
-        return (self.table["split"].to_numpy()[rows] == "query")
+        return self.table["split"].to_numpy()[rows] == "query"
 
     def image_path(self, row: int) -> Path:
         return self.root / self.table["path"].iat[row]

@@ -23,8 +23,9 @@ def initial_rows(n: int, k: int, seed: int, restart: int = 0) -> np.ndarray:
     return np.sort(np.random.default_rng([seed, restart]).choice(n, size=k, replace=False))
 
 
-def kmeans_labels(x: np.ndarray, k: int, seed: int, niter: int = 20, restarts: int = 1,
-                  threads: int | None = None) -> np.ndarray:
+def kmeans_labels(
+    x: np.ndarray, k: int, seed: int, niter: int = 20, restarts: int = 1, threads: int | None = None
+) -> np.ndarray:
     """Cluster index of every row: Lloyd's k-means, the same clusters on every CPU.
 
     Each restart starts from k distinct rows drawn with `seed` (+ restart); an iteration assigns every row
@@ -32,8 +33,9 @@ def kmeans_labels(x: np.ndarray, k: int, seed: int, niter: int = 20, restarts: i
     index) and moves each centroid to the float64 mean of its rows, summed in row order; a centroid left
     without rows takes the row farthest from its own centroid (ties: the lowest row index). `niter`
     iterations or until no assignment changes; the restart with the lowest float64 inertia wins (ties: the
-    first). Centroids are searched as float32 (their float64 means rounded once). faiss's k-means (Revisiting's choice) sums in its threads' order and splits empty clusters at
-    random, so its clusters depend on the CPU: the NMI / F1 here are of this deterministic formulation.
+    first). Centroids are searched as float32 (their float64 means rounded once). faiss's k-means (Revisiting's
+    choice) sums in its threads' order and splits empty clusters at random, so its clusters depend on the CPU: the NMI
+    / F1 here are of this deterministic formulation.
     """
     x = np.ascontiguousarray(x, dtype=np.float32)
     if not 1 <= k <= len(x):
@@ -88,7 +90,8 @@ def pair_f1(clusters: np.ndarray, labels: np.ndarray) -> float:
     return 2 * precision * recall / (precision + recall)
 
 
-def clustering_metrics(x: np.ndarray, labels: np.ndarray, seed: int, niter: int = 20,
-                       restarts: int = 1) -> dict[str, float]:
+def clustering_metrics(
+    x: np.ndarray, labels: np.ndarray, seed: int, niter: int = 20, restarts: int = 1
+) -> dict[str, float]:
     clusters = kmeans_labels(x, len(np.unique(labels)), seed, niter, restarts)
     return {"nmi": float(normalized_mutual_info_score(labels, clusters)), "f1": pair_f1(clusters, labels)}

@@ -22,7 +22,7 @@ from tqdm import tqdm
 
 from pipeline.numerics import faiss
 
-_UNIT = 2.0 ** -24  # float32 unit roundoff
+_UNIT = 2.0**-24  # float32 unit roundoff
 _EXACT_BLOCK = 1 << 22  # float64 elements per block of recomputed distances (32 MB)
 
 
@@ -83,8 +83,14 @@ def _search(index, base64: np.ndarray, queries: np.ndarray, k: int, exclude: np.
     return out_i, out_d
 
 
-def nearest_neighbours(x: np.ndarray, k: int, chunk: int = 4096, progress: bool = False,
-                       queries: np.ndarray | None = None, threads: int | None = None):
+def nearest_neighbours(
+    x: np.ndarray,
+    k: int,
+    chunk: int = 4096,
+    progress: bool = False,
+    queries: np.ndarray | None = None,
+    threads: int | None = None,
+):
     """Indices and float64 squared distances of the k nearest other items of every row of `x`; with
     `queries` (a query/gallery split such as In-shop), the k nearest rows of `x` (the gallery) per query.
 

@@ -20,8 +20,9 @@ from pipeline.evaluation.retrieval import class_scores, neighbour_depth, retriev
 from pipeline.evaluation.spectrum import spectral_decay
 
 
-def evaluate_model(x: np.ndarray, labels: np.ndarray, cfg: EvalConfig, seed: int,
-                   query: np.ndarray | None = None) -> tuple[dict[str, float], pd.DataFrame]:
+def evaluate_model(
+    x: np.ndarray, labels: np.ndarray, cfg: EvalConfig, seed: int, query: np.ndarray | None = None
+) -> tuple[dict[str, float], pd.DataFrame]:
     """Every metric of one embedding of the test set, and its per-class MAP@R and P@1
     (retrieval.class_scores). With a `query` mask (In-shop), the queries are ranked against the other
     rows, the gallery; the clustering metrics use every row."""
@@ -40,8 +41,9 @@ def evaluate_model(x: np.ndarray, labels: np.ndarray, cfg: EvalConfig, seed: int
     return out, per_class
 
 
-def evaluate_embeddings(x: np.ndarray, labels: np.ndarray, cfg: EvalConfig, seed: int,
-                        query: np.ndarray | None = None) -> dict[str, float]:
+def evaluate_embeddings(
+    x: np.ndarray, labels: np.ndarray, cfg: EvalConfig, seed: int, query: np.ndarray | None = None
+) -> dict[str, float]:
     """Every metric of one embedding of the test set (evaluate_model without the per-class scores)."""
     return evaluate_model(x, labels, cfg, seed, query)[0]
 
@@ -67,8 +69,13 @@ def model_key(fold: int, seed: int) -> str:
     return f"fold_{fold}_seed_{seed}"
 
 
-def mlrc_protocol(embeddings: dict[tuple[int, int], np.ndarray], labels: np.ndarray, cfg: EvalConfig, seed: int,
-                  query: np.ndarray | None = None) -> tuple[dict, pd.DataFrame]:
+def mlrc_protocol(
+    embeddings: dict[tuple[int, int], np.ndarray],
+    labels: np.ndarray,
+    cfg: EvalConfig,
+    seed: int,
+    query: np.ndarray | None = None,
+) -> tuple[dict, pd.DataFrame]:
     """Separated (every (fold, seed) model, summarised) and Concatenated (per replicate seed, summarised)
     metrics of the test embeddings of a run's models, keyed by (fold, replicate seed); and the separated
     models' per-class scores, one row per test class: its queries, then ``<model>:map_at_r`` and
@@ -81,6 +88,13 @@ def mlrc_protocol(embeddings: dict[tuple[int, int], np.ndarray], labels: np.ndar
     per_seed = {}
     for s in dict.fromkeys(s for _, s in embeddings):
         folds = [x for (_, s2), x in embeddings.items() if s2 == s]
-        per_seed[f"seed_{s}"] = evaluate_embeddings(np.hstack([l2_normalize(x) for x in folds]), labels, cfg, seed, query)
-    return ({"separated": {**summarise(per_model), "models": per_model},
-             "concatenated": {**summarise(per_seed), "seeds": per_seed}}, per_class)
+        per_seed[f"seed_{s}"] = evaluate_embeddings(
+            np.hstack([l2_normalize(x) for x in folds]), labels, cfg, seed, query
+        )
+    return (
+        {
+            "separated": {**summarise(per_model), "models": per_model},
+            "concatenated": {**summarise(per_seed), "seeds": per_seed},
+        },
+        per_class,
+    )

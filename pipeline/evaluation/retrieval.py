@@ -72,8 +72,9 @@ def _average_precision(rel: np.ndarray, window: np.ndarray) -> np.ndarray:
     return (precision_at_i * rel * inside).sum(axis=1) / window
 
 
-def retrieval_metrics(neighbours: np.ndarray, labels: np.ndarray, recall_at: list[int],
-                      gallery_labels: np.ndarray | None = None) -> dict[str, float]:
+def retrieval_metrics(
+    neighbours: np.ndarray, labels: np.ndarray, recall_at: list[int], gallery_labels: np.ndarray | None = None
+) -> dict[str, float]:
     """All retrieval metrics from a (N, k) neighbour index matrix sorted by distance: neighbours among
     the other items of `labels`, or, with `gallery_labels`, among the gallery (query/gallery protocol)."""
     rel, r, class_size, valid = _relevance(neighbours, labels, gallery_labels)
@@ -96,8 +97,13 @@ def class_scores(neighbours: np.ndarray, labels: np.ndarray, gallery_labels: np.
     """Per test class (index): its valid queries and their mean MAP@R and P@1, so that a metric over a
     resample of classes is the query-weighted mean of these rows (the bootstrap over test classes)."""
     rel, r, _, valid = _relevance(neighbours, labels, gallery_labels)
-    scores = pd.DataFrame({"label": np.asarray(labels)[valid], "map_at_r": _average_precision(rel, r),
-                           "precision_at_1": rel[:, 0].astype(np.float64)})
+    scores = pd.DataFrame(
+        {
+            "label": np.asarray(labels)[valid],
+            "map_at_r": _average_precision(rel, r),
+            "precision_at_1": rel[:, 0].astype(np.float64),
+        }
+    )
     grouped = scores.groupby("label", sort=True)
     return grouped.mean().assign(queries=grouped.size()).rename_axis("class")[["queries", "map_at_r", "precision_at_1"]]
 

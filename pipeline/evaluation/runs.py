@@ -38,15 +38,33 @@ def evaluate_run(job: tuple) -> tuple[dict, pd.DataFrame, pd.DataFrame]:
     result, per_class = mlrc_protocol(embeddings, labels, cfg, seed, query)
     # the number to select settings by: validation MAP@R at each model's kept epoch (train stage's summary.json),
     # mean over the fold x seed models; the test metrics above are for reading, not for choosing
-    result["validation"] = {"map_at_r": float(np.mean([
-        read_json(Path(path) / model_name(fold, s) / "summary.json")["best_val_map_at_r"] for fold, s in models]))}
+    result["validation"] = {
+        "map_at_r": float(
+            np.mean(
+                [
+                    read_json(Path(path) / model_name(fold, s) / "summary.json")["best_val_map_at_r"]
+                    for fold, s in models
+                ]
+            )
+        )
+    }
     result["folds"] = sorted({f for f, _ in models})
     result["seeds"] = list(dict.fromkeys(s for _, s in models))
     result["num_test_images"] = int(len(labels))
     result["num_test_classes"] = int(len(np.unique(labels)))
     if query is not None and query.any():
         result["num_query_images"] = int(query.sum())
-    spectra = pd.concat([pd.DataFrame({"fold": fold, "seed": s, "index": np.arange(1, x.shape[1] + 1),
-                                       "singular_value": singular_value_spectrum(x)})
-                         for (fold, s), x in embeddings.items()])
+    spectra = pd.concat(
+        [
+            pd.DataFrame(
+                {
+                    "fold": fold,
+                    "seed": s,
+                    "index": np.arange(1, x.shape[1] + 1),
+                    "singular_value": singular_value_spectrum(x),
+                }
+            )
+            for (fold, s), x in embeddings.items()
+        ]
+    )
     return result, spectra, per_class

@@ -1,16 +1,15 @@
 """The ANML UCI / LibSVM data sets (Table 1): offline ones from scikit-learn, the rest downloaded.
 
-``load_dataset(name, cache)`` returns (features, labels). Iris and Wine ship with scikit-learn, and so
-do Breast Cancer (Wisconsin diagnostic) and Digits (UCI optical digits, 8 x 8), which are not in
-Table 1. Glass, Vehicle and Letter come from the Debian package r-cran-mlbench (GPL-2; R copies of the
-UCI files, the same rows and attributes as Table 1 lists), fetched from Debian's registry with
-``apt-get download`` (no other host) and verified against its recorded SHA-256; on a machine without
-apt-get, put the .deb file in the cache folder. The others are downloaded from their official UCI / LibSVM locations into ``cache`` (written under a
-temporary name, checked, then renamed by pipeline/download.py; a checksum mismatch deletes the download
-and stops with the file named). Checksums: the project records none yet, because the development machines have no
-network; the first download prints each file's SHA-256 for the ``SOURCES`` table, and a file whose
-sum is recorded is verified on every use. Each parser reads the file format of its source and is
-tested on files the tests write.
+``load_dataset(name, cache)`` returns (features, labels). Iris and Wine ship with scikit-learn, and so do Breast
+Cancer (Wisconsin diagnostic) and Digits (UCI optical digits, 8 x 8), which are not in Table 1. Glass, Vehicle and
+Letter come from the Debian package r-cran-mlbench (GPL-2; R copies of the UCI files, the same rows and attributes
+as Table 1 lists), fetched from Debian's registry with ``apt-get download`` (no other host) and verified against its
+recorded SHA-256; on a machine without apt-get, put the .deb file in the cache folder. The others are downloaded
+from their official UCI / LibSVM locations into ``cache`` (written under a temporary name, checked, then renamed by
+pipeline/download.py; a checksum mismatch deletes the download and stops with the file named). Checksums: the
+project records none yet, because the development machines have no network; the first download prints each file's
+SHA-256 for the ``SOURCES`` table, and a file whose sum is recorded is verified on every use. Each parser reads the
+file format of its source and is tested on files the tests write.
 """
 
 from __future__ import annotations
@@ -22,9 +21,9 @@ import shutil
 import subprocess
 import tarfile
 import zipfile
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable
 
 import numpy as np
 
@@ -73,16 +72,18 @@ def _table(data: bytes, name: str, label: int, drop: tuple[int, ...] = (), sep=N
 
 def parse_tables(name: str, label: int, drop: tuple[int, ...] = (), sep=None):
     """A parser of one or more files of the same table layout (see _table), stacked in file order."""
+
     def parse(files):
         parts = [_table(f, name, label, drop, sep) for f in files]
         return np.vstack([p[0] for p in parts]), np.concatenate([p[1] for p in parts])
+
     return parse
 
 
 def parse_german(files):
     """german.data: 20 attributes, categorical ones coded 'A<attribute><level>': the level becomes the value."""
     rows = _rows(files[0])
-    feats = [[c[len(f"A{i + 1}"):] if c.startswith(f"A{i + 1}") else c for i, c in enumerate(r[:-1])] for r in rows]
+    feats = [[c[len(f"A{i + 1}") :] if c.startswith(f"A{i + 1}") else c for i, c in enumerate(r[:-1])] for r in rows]
     return _numeric(feats, "german.data"), np.array([r[-1] for r in rows])
 
 
@@ -96,6 +97,7 @@ def parse_flare(files):
 
 def parse_libsvm(name, dims):
     """LibSVM sparse format, bz2-compressed: 'label index:value ...' with 1-based indices."""
+
     def parse(files):
         xs, ys = [], []
         for data in files:
@@ -107,6 +109,7 @@ def parse_libsvm(name, dims):
                 xs.append(x)
                 ys.append(row[0])
         return np.array(xs), np.array(ys)
+
     return parse
 
 
@@ -135,18 +138,24 @@ def parse_coil20(files):
 
 # layouts: ecoli = sequence name, features, class; monk = class, attributes, id; the others: features, then class
 SOURCES: dict[str, Source] = {
-    "australian": Source([(f"{UCI}/statlog/australian/australian.dat", None)], parse_tables("australian.dat", label=-1)),
+    "australian": Source(
+        [(f"{UCI}/statlog/australian/australian.dat", None)], parse_tables("australian.dat", label=-1)
+    ),
     "cars": Source([(f"{UCI}/auto-mpg/auto-mpg.data", None)], parse_auto_mpg),
     "ecoli": Source([(f"{UCI}/ecoli/ecoli.data", None)], parse_tables("ecoli.data", label=-1, drop=(0,))),
     "german": Source([(f"{UCI}/statlog/german/german.data", None)], parse_german),
     "isolet": Source([(f"{UCI}/isolet/isolet5.data.Z", None)], parse_tables("isolet5.data", label=-1, sep=",")),
     "monk1": Source([(f"{UCI}/monks-problems/monks-1.test", None)], parse_tables("monks-1.test", label=0, drop=(-1,))),
     "solar": Source([(f"{UCI}/solar-flare/flare.data1", None)], parse_flare),
-    "pendigits": Source([(f"{UCI}/pendigits/pendigits.tra", None), (f"{UCI}/pendigits/pendigits.tes", None)],
-                        parse_tables("pendigits", label=-1, sep=",")),
+    "pendigits": Source(
+        [(f"{UCI}/pendigits/pendigits.tra", None), (f"{UCI}/pendigits/pendigits.tes", None)],
+        parse_tables("pendigits", label=-1, sep=","),
+    ),
     "usps": Source([(f"{LIBSVM}/usps.bz2", None), (f"{LIBSVM}/usps.t.bz2", None)], parse_libsvm("usps", 256)),
-    "coil20": Source([("https://www.cs.columbia.edu/CAVE/databases/SLAM_coil-20_coil-100/coil-20/coil-20-proc.zip",
-                       None)], parse_coil20),
+    "coil20": Source(
+        [("https://www.cs.columbia.edu/CAVE/databases/SLAM_coil-20_coil-100/coil-20/coil-20-proc.zip", None)],
+        parse_coil20,
+    ),
 }
 SKLEARN = ("iris", "wine", "breast_cancer", "digits")
 
@@ -165,8 +174,9 @@ class DebianPackage:
         return f"{self.name}_{self.version}_{self.arch}.deb"
 
 
-MLBENCH = DebianPackage("r-cran-mlbench", "2.1-3-1", "amd64",
-                        "2f1127f7b5e7d08703b13b52ef1976a0c355a7660d6ac575e29b87b13921bc06")
+MLBENCH = DebianPackage(
+    "r-cran-mlbench", "2.1-3-1", "amd64", "2f1127f7b5e7d08703b13b52ef1976a0c355a7660d6ac575e29b87b13921bc06"
+)
 MLBENCH_DATA = "./usr/lib/R/site-library/mlbench/data"
 # data set -> the R data frame of mlbench holding it (features, and one factor column: the class)
 MLBENCH_SETS = {"glass": "Glass", "vehicle": "Vehicle", "letter": "LetterRecognition"}
@@ -176,9 +186,11 @@ DATASETS = SKLEARN + tuple(MLBENCH_SETS) + tuple(SOURCES)
 def fetch_debian(package: DebianPackage, cache: Path) -> Path:
     """The package's .deb in `cache`: fetched with ``apt-get download`` when missing, checked against its SHA-256
     (a mismatch deletes it and stops with the file named)."""
-    return fetch_with_client(Path(cache) / package.filename,
-                             ["apt-get", "download", f"{package.name}:{package.arch}={package.version}"],
-                             f"sha256:{package.sha256}")
+    return fetch_with_client(
+        Path(cache) / package.filename,
+        ["apt-get", "download", f"{package.name}:{package.arch}={package.version}"],
+        f"sha256:{package.sha256}",
+    )
 
 
 def deb_member(deb: Path, member: str) -> bytes:

@@ -159,8 +159,10 @@ class LANMLProblem:
     def value_and_gradient(self, m: np.ndarray, mu: float = 0.0) -> tuple[float, np.ndarray]:
         """f(M) (hinge smoothed on [0, mu]) and its gradient in M."""
         _, h, coef = self.pair_terms(m, mu)
-        return (float(h.mean()) + self.lam * float(np.sum(m * self.reg_matrix)),
-                pair_gradient(self.x, coef) + self.lam * self.reg_matrix)
+        return (
+            float(h.mean()) + self.lam * float(np.sum(m * self.reg_matrix)),
+            pair_gradient(self.x, coef) + self.lam * self.reg_matrix,
+        )
 
     def objective(self, m: np.ndarray) -> float:
         """f(M) with the exact hinge."""
@@ -185,8 +187,9 @@ class ScreenedObjective:
             raise LANMLError("screening needs the hinge loss (the linear loss is never inactive)")
         self.problem = problem
         sq = mahalanobis_sq(problem.x, np.eye(problem.x.shape[1]))
-        self.reach = (np.where(problem.sets.similar, sq, 0).max(axis=1)
-                      + np.where(problem.sets.dissimilar, sq, 0).max(axis=1))
+        self.reach = np.where(problem.sets.similar, sq, 0).max(axis=1) + np.where(problem.sets.dissimilar, sq, 0).max(
+            axis=1
+        )
         self.reference, self.margins, self.pairs = None, None, 0
 
     def __call__(self, m: np.ndarray, mu: float) -> tuple[float, np.ndarray]:
@@ -227,8 +230,10 @@ def solve_cvxpy(problem: LANMLProblem, solvers: tuple[str, ...] = ("CLARABEL", "
     import cvxpy as cp
 
     if problem.gamma1 >= 0 or problem.gamma2 <= 0:
-        raise LANMLError(f"eq. 19 is convex (Lemma 3) only for gamma1 < 0 < gamma2, got gamma1={problem.gamma1}, "
-                         f"gamma2={problem.gamma2}; use solve_factored for LANML+")
+        raise LANMLError(
+            f"eq. 19 is convex (Lemma 3) only for gamma1 < 0 < gamma2, got gamma1={problem.gamma1}, "
+            f"gamma2={problem.gamma2}; use solve_factored for LANML+"
+        )
     x, sets = problem.x, problem.sets
     n, dim = x.shape
     m = cp.Variable((dim, dim), PSD=True)
@@ -263,8 +268,14 @@ def solve_cvxpy(problem: LANMLProblem, solvers: tuple[str, ...] = ("CLARABEL", "
     raise LANMLError(f"cvxpy could not solve the LANML problem with {', '.join(solvers)} (status {cvx.status})")
 
 
-def solve_projected_gradient(problem: LANMLProblem, m0: np.ndarray | None = None, mu0: float = 0.1,
-                             mu_min: float = 1e-6, max_iter: int = 3000, tol: float = 1e-9) -> np.ndarray:
+def solve_projected_gradient(
+    problem: LANMLProblem,
+    m0: np.ndarray | None = None,
+    mu0: float = 0.1,
+    mu_min: float = 1e-6,
+    max_iter: int = 3000,
+    tol: float = 1e-9,
+) -> np.ndarray:
     """FISTA with backtracking on the Huber-smoothed objective, projecting onto the PSD cone; mu is
     divided by 10 whenever the relative decrease stalls, down to mu_min (continuation)."""
     dim = problem.x.shape[1]
@@ -295,8 +306,15 @@ def solve_projected_gradient(problem: LANMLProblem, m0: np.ndarray | None = None
     return m
 
 
-def solve_quasi_newton(problem: LANMLProblem, m0: np.ndarray, mu0: float = 0.1, mu_min: float = 1e-4,
-                       tol: float = 1e-7, max_iter: int = 1000, screen: bool = True) -> tuple[np.ndarray, dict]:
+def solve_quasi_newton(
+    problem: LANMLProblem,
+    m0: np.ndarray,
+    mu0: float = 0.1,
+    mu_min: float = 1e-4,
+    tol: float = 1e-7,
+    max_iter: int = 1000,
+    screen: bool = True,
+) -> tuple[np.ndarray, dict]:
     """Minimise eq. 19 over M = L^T L with L-BFGS on the factor L (M stays PSD without projections),
     on the hinge smoothed on [0, mu]: mu goes from mu0 down to mu_min by factors of 10, each round warm
     started from the last (continuation), a round ending when the relative decrease of f is below `tol`.
@@ -309,6 +327,7 @@ def solve_quasi_newton(problem: LANMLProblem, m0: np.ndarray, mu0: float = 0.1, 
     factor = np.linalg.cholesky(project_psd(m0) + 1e-12 * np.eye(dim)).T  # m0 = L^T L
     evaluations, mu = 0, mu0
     while True:
+
         def fun(flat, mu=mu):
             nonlocal evaluations
             evaluations += 1
@@ -316,8 +335,9 @@ def solve_quasi_newton(problem: LANMLProblem, m0: np.ndarray, mu0: float = 0.1, 
             value, grad_m = evaluate(low.T @ low, mu)
             return value, (2 * low @ grad_m).ravel()
 
-        result = minimize(fun, factor.ravel(), jac=True, method="L-BFGS-B",
-                          options={"maxiter": max_iter, "ftol": tol, "gtol": 1e-9})
+        result = minimize(
+            fun, factor.ravel(), jac=True, method="L-BFGS-B", options={"maxiter": max_iter, "ftol": tol, "gtol": 1e-9}
+        )
         factor = result.x.reshape(dim, dim)
         if mu <= mu_min:
             break
@@ -326,7 +346,9 @@ def solve_quasi_newton(problem: LANMLProblem, m0: np.ndarray, mu0: float = 0.1, 
     return factor.T @ factor, {"evaluations": evaluations, "pairs": pairs}
 
 
-def pnca_value_and_gradient(x: np.ndarray, sets: Neighbourhoods, alpha: float, m: np.ndarray) -> tuple[float, np.ndarray]:
+def pnca_value_and_gradient(
+    x: np.ndarray, sets: Neighbourhoods, alpha: float, m: np.ndarray
+) -> tuple[float, np.ndarray]:
     """PNCA (eq. 21), minimised: -1/N sum_i p_i, p_i = sum_{j in S_i} e^{-alpha d_ij} / sum_{k != i} e^{-alpha d_ik}
     (alpha = 1: NCA's probability of x_i being classified correctly)."""
     d = mahalanobis_sq(x, m)
@@ -342,12 +364,13 @@ def pnca_value_and_gradient(x: np.ndarray, sets: Neighbourhoods, alpha: float, m
 def solve_factored(value_and_gradient, dim: int, n: int, max_iter: int = 500) -> np.ndarray:
     """Minimise f(M) over M = L^T L with L-BFGS on L, from M0 = I / sqrt(N) (section 7.1.2).
     `value_and_gradient(M)` returns f and its gradient G in M; the gradient in L is 2 L G."""
+
     def fun(flat):
         factor = flat.reshape(dim, dim)
         value, grad_m = value_and_gradient(factor.T @ factor)
         return value, (2 * factor @ grad_m).ravel()
 
-    start = np.eye(dim) * n ** -0.25  # L0^T L0 = I / sqrt(N)
+    start = np.eye(dim) * n**-0.25  # L0^T L0 = I / sqrt(N)
     result = minimize(fun, start.ravel(), jac=True, method="L-BFGS-B", options={"maxiter": max_iter})
     factor = result.x.reshape(dim, dim)
     return factor.T @ factor

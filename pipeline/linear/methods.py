@@ -28,8 +28,18 @@ def fit_euclidean(x, y, random_state: int = 0) -> np.ndarray:
     return np.eye(x.shape[1])
 
 
-def fit_lanml_minus(x, y, lam: float, gamma1: float, gamma2: float, k_similar: int = 10, tol: float = 1e-7,
-                    smoothing_min: float = 1e-4, m0: np.ndarray | None = None, random_state: int = 0) -> np.ndarray:
+def fit_lanml_minus(
+    x,
+    y,
+    lam: float,
+    gamma1: float,
+    gamma2: float,
+    k_similar: int = 10,
+    tol: float = 1e-7,
+    smoothing_min: float = 1e-4,
+    m0: np.ndarray | None = None,
+    random_state: int = 0,
+) -> np.ndarray:
     """Convex (Lemma 3), so any start reaches the optimum: `m0` (a warm start, e.g. the neighbouring
     grid point's solution) or I / sqrt(N) like LANML+."""
     if gamma1 >= 0 or gamma2 <= 0:
@@ -39,8 +49,16 @@ def fit_lanml_minus(x, y, lam: float, gamma1: float, gamma2: float, k_similar: i
     return solve_quasi_newton(problem, start, tol=tol, mu_min=smoothing_min)[0]
 
 
-def fit_lanml_plus(x, y, lam: float, gamma1: float, gamma2: float, tol: float = 1e-7, smoothing_min: float = 1e-4,
-                   random_state: int = 0) -> np.ndarray:
+def fit_lanml_plus(
+    x,
+    y,
+    lam: float,
+    gamma1: float,
+    gamma2: float,
+    tol: float = 1e-7,
+    smoothing_min: float = 1e-4,
+    random_state: int = 0,
+) -> np.ndarray:
     """Not convex: from M0 = I / sqrt(N) (section 7.1.2) every time, so no warm start."""
     if gamma1 <= 0 or gamma2 <= 0:
         raise LANMLError(f"LANML+ needs gamma1 > 0 and gamma2 > 0, got gamma1={gamma1}, gamma2={gamma2}")
@@ -71,8 +89,9 @@ def fit_lmnn(x, y, regularization: float = 0.5, n_neighbors: int = 3, random_sta
     from metric_learn import LMNN
 
     n_neighbors = min(n_neighbors, int(np.unique(y, return_counts=True)[1].min()) - 1)
-    return _metric_learn(LMNN(n_neighbors=n_neighbors, regularization=regularization,
-                              random_state=random_state).fit(x, y))
+    return _metric_learn(
+        LMNN(n_neighbors=n_neighbors, regularization=regularization, random_state=random_state).fit(x, y)
+    )
 
 
 def fit_itml(x, y, gamma: float = 1.0, random_state: int = 0) -> np.ndarray:

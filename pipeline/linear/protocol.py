@@ -49,14 +49,16 @@ def grid_settings(grid: dict[str, list]) -> list[dict]:
 
 def split_parts(x, y, split_seed: int, test_fraction: float, pca_dims: int):
     """(x_train, x_test, y_train, y_test) of one stratified split, preprocessing fitted on the training part."""
-    x_train, x_test, y_train, y_test = train_test_split(x, y, test_size=test_fraction, stratify=y,
-                                                        random_state=split_seed)
+    x_train, x_test, y_train, y_test = train_test_split(
+        x, y, test_size=test_fraction, stratify=y, random_state=split_seed
+    )
     prep = preprocessor(x.shape[1], pca_dims).fit(x_train)
     return prep.transform(x_train), prep.transform(x_test), y_train, y_test
 
 
-def cv_accuracies(x_train, y_train, method: str, settings: list[dict], max_k: int, folds: int,
-                  seed: int) -> list[np.ndarray]:
+def cv_accuracies(
+    x_train, y_train, method: str, settings: list[dict], max_k: int, folds: int, seed: int
+) -> list[np.ndarray]:
     """Mean validation accuracy of every hyperparameter setting for K = 1..max_k, by stratified k-fold CV.
     A convex method (methods.WARM_STARTED) starts each setting from the previous setting's solution on
     the same fold (a warm start along the grid; the optimum does not depend on the start)."""
@@ -66,8 +68,13 @@ def cv_accuracies(x_train, y_train, method: str, settings: list[dict], max_k: in
         for i, setting in enumerate(settings):
             warm = {"m0": m} if method in WARM_STARTED and m is not None else {}
             m = METHODS[method](x_train[fit_rows], y_train[fit_rows], random_state=seed, **setting, **warm)
-            acc[i] += knn_accuracies(transform(x_train[fit_rows], m), y_train[fit_rows],
-                                     transform(x_train[val_rows], m), y_train[val_rows], max_k)
+            acc[i] += knn_accuracies(
+                transform(x_train[fit_rows], m),
+                y_train[fit_rows],
+                transform(x_train[val_rows], m),
+                y_train[val_rows],
+                max_k,
+            )
     return [a / folds for a in acc]
 
 
@@ -87,8 +94,14 @@ def test_fit(x_train, x_test, y_train, y_test, method: str, setting: dict, k: in
     m = METHODS[method](x_train, y_train, random_state=seed, **setting)
     fit_seconds = time.perf_counter() - start
     acc = knn_accuracies(transform(x_train, m), y_train, transform(x_test, m), y_test, max_k)
-    return {"setting": setting, "k": k, "accuracy": float(acc[k - 1]), "best_k_on_test": int(np.argmax(acc)) + 1,
-            "accuracy_best_k_on_test": float(acc.max()), "fit_seconds": fit_seconds}
+    return {
+        "setting": setting,
+        "k": k,
+        "accuracy": float(acc[k - 1]),
+        "best_k_on_test": int(np.argmax(acc)) + 1,
+        "accuracy_best_k_on_test": float(acc.max()),
+        "fit_seconds": fit_seconds,
+    }
 
 
 def _cv_job(job: tuple) -> list[np.ndarray]:
@@ -120,15 +133,16 @@ def compare_methods(x, y, cfg, seed: int) -> dict:
     cv_jobs = [(x, y, method, settings, split_seed, cfg) for method, split_seed, settings in splits]
     accuracies = run_jobs(_cv_job, cv_jobs, cfg.workers, threads=1, desc="lanml cross-validation")
     chosen = [choose(settings, acc) for (_, _, settings), acc in zip(splits, accuracies)]
-    test_jobs = [(x, y, method, setting, k, split_seed, cfg)
-                 for (method, split_seed, _), (setting, k, _) in zip(splits, chosen)]
+    test_jobs = [
+        (x, y, method, setting, k, split_seed, cfg) for (method, split_seed, _), (setting, k, _) in zip(splits, chosen)
+    ]
     out = {}
-    for (method, _, _), (_, _, cv_acc), result in zip(splits, chosen, run_jobs(_test_job, test_jobs, cfg.workers,
-                                                                               threads=1, desc="lanml test")):
+    for (method, _, _), (_, _, cv_acc), result in zip(
+        splits, chosen, run_jobs(_test_job, test_jobs, cfg.workers, threads=1, desc="lanml test")
+    ):
         out.setdefault(method, {"splits": []})["splits"].append({**result, "cv_accuracy": cv_acc})
-    for method, result in out.items():
+    for result in out.values():
         for key in ("accuracy", "accuracy_best_k_on_test", "fit_seconds"):
             values = np.array([s[key] for s in result["splits"]]) * (100 if key != "fit_seconds" else 1)
-            result[key] = {"mean": float(values.mean()),
-                           "std": float(values.std(ddof=1)) if len(values) > 1 else 0.0}
+            result[key] = {"mean": float(values.mean()), "std": float(values.std(ddof=1)) if len(values) > 1 else 0.0}
     return out

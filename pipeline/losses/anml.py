@@ -33,8 +33,9 @@ from pytorch_metric_learning import distances, reducers
 from pytorch_metric_learning.losses import GenericPairLoss
 
 
-def log_sum_exp_radius(values: torch.Tensor, mask: torch.Tensor, gamma: float, lam: float | None,
-                       mean: bool = False) -> torch.Tensor:
+def log_sum_exp_radius(
+    values: torch.Tensor, mask: torch.Tensor, gamma: float, lam: float | None, mean: bool = False
+) -> torch.Tensor:
     """Per row: (1/gamma) log( e^{gamma lam} + sum_{mask} e^{gamma v} ), divided inside the log by
     (count + 1) when `mean` (ANML eq. 12/22); lam=None drops the constant term (and the +1)."""
     scaled = (gamma * values).masked_fill(~mask, -math.inf)
@@ -81,8 +82,7 @@ class ImprovedLiftedLoss(_MeanOverAnchors):
     per anchor, on cosine similarity S. With g1 = g2 = 1 and no lam terms it is the Lifted structure
     loss of eq. 23 (pytorch-metric-learning's GeneralizedLiftedStructureLoss)."""
 
-    def __init__(self, gamma1: float, gamma2: float, lambda1: float | None, lambda2: float | None, margin: float,
-                 **kw):
+    def __init__(self, gamma1: float, gamma2: float, lambda1: float | None, lambda2: float | None, margin: float, **kw):
         super().__init__(mat_based_loss=True, distance=distances.CosineSimilarity(), **kw)
         self.gamma1, self.gamma2, self.lambda1, self.lambda2, self.margin = gamma1, gamma2, lambda1, lambda2, margin
 

@@ -73,8 +73,12 @@ class PerAnchorSumReducer(reducers.MeanReducer):
     pos_pair_reduction = neg_pair_reduction = triplet_reduction = element_reduction
 
 
-RELEASE_REDUCERS = {"c1": PerAnchorSumReducer, "c2": reducers.AvgNonZeroReducer, "ms": reducers.MeanReducer,
-                    "triplet": reducers.AvgNonZeroReducer}
+RELEASE_REDUCERS = {
+    "c1": PerAnchorSumReducer,
+    "c2": reducers.AvgNonZeroReducer,
+    "ms": reducers.MeanReducer,
+    "triplet": reducers.AvgNonZeroReducer,
+}
 
 
 def _reducer(loss: str, name: str):
@@ -88,14 +92,23 @@ def build_pair_loss(name: str, cfg, reducer: str = "release", similarity: str = 
     if name not in PAIR_LOSSES:
         raise ValueError(f"unknown pair loss {name!r} (valid: {', '.join(PAIR_LOSSES)})")
     euclidean = distances.LpDistance(normalize_embeddings=False, p=2, power=1)
-    cosine = distances.DotProductSimilarity(normalize_embeddings=False) if similarity == "dot" else distances.CosineSimilarity()
+    cosine = (
+        distances.DotProductSimilarity(normalize_embeddings=False)
+        if similarity == "dot"
+        else distances.CosineSimilarity()
+    )
     reduce = _reducer(name, reducer)
     if name == "c1":
         return losses.ContrastiveLoss(pos_margin=1.0, neg_margin=cfg.c1.neg_margin, distance=cosine, reducer=reduce)
     if name == "c2":  # CCP eq. 4.2: m+ = beta - alpha, m- = beta + alpha
-        return losses.ContrastiveLoss(pos_margin=cfg.c2.beta - cfg.c2.alpha, neg_margin=cfg.c2.beta + cfg.c2.alpha,
-                                      distance=euclidean, reducer=reduce)
+        return losses.ContrastiveLoss(
+            pos_margin=cfg.c2.beta - cfg.c2.alpha,
+            neg_margin=cfg.c2.beta + cfg.c2.alpha,
+            distance=euclidean,
+            reducer=reduce,
+        )
     if name == "ms":
-        return losses.MultiSimilarityLoss(alpha=cfg.ms.alpha, beta=cfg.ms.beta, base=cfg.ms.base, distance=cosine,
-                                          reducer=reduce)
+        return losses.MultiSimilarityLoss(
+            alpha=cfg.ms.alpha, beta=cfg.ms.beta, base=cfg.ms.base, distance=cosine, reducer=reduce
+        )
     return AllTripletMarginLoss(margin=cfg.triplet.margin, distance=euclidean, reducer=reduce)

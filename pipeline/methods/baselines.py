@@ -27,7 +27,9 @@ def _euclidean():
 
 def _embedding_reg(weight: float) -> dict:
     """nu * mean squared norm of the embeddings (Revisiting eq. 3-4), left out when nu = 0."""
-    return {"embedding_regularizer": regularizers.LpRegularizer(power=2), "embedding_reg_weight": weight} if weight else {}
+    return (
+        {"embedding_regularizer": regularizers.LpRegularizer(power=2), "embedding_reg_weight": weight} if weight else {}
+    )
 
 
 def build_loss(cfg, num_classes: int, embedding_dim: int) -> torch.nn.Module:
@@ -44,12 +46,16 @@ def build_loss(cfg, num_classes: int, embedding_dim: int) -> torch.nn.Module:
     if name == "multi_similarity":
         return losses.MultiSimilarityLoss(alpha=cfg.alpha, beta=cfg.beta, base=cfg.base)
     if name == "lifted":  # ANML eq. 23 on cosine similarity
-        return losses.GeneralizedLiftedStructureLoss(neg_margin=-cfg.margin, pos_margin=0.0,
-                                                     distance=distances.CosineSimilarity(),
-                                                     reducer=reducers.MeanReducer())
+        return losses.GeneralizedLiftedStructureLoss(
+            neg_margin=-cfg.margin,
+            pos_margin=0.0,
+            distance=distances.CosineSimilarity(),
+            reducer=reducers.MeanReducer(),
+        )
     if name == "generalized_lifted":  # Revisiting eq. 3
-        return losses.GeneralizedLiftedStructureLoss(neg_margin=cfg.neg_margin, pos_margin=0.0, distance=_euclidean(),
-                                                     **_embedding_reg(cfg.embedding_reg))
+        return losses.GeneralizedLiftedStructureLoss(
+            neg_margin=cfg.neg_margin, pos_margin=0.0, distance=_euclidean(), **_embedding_reg(cfg.embedding_reg)
+        )
     if name == "npair":
         return losses.NPairsLoss(**_embedding_reg(cfg.embedding_reg))
     if name == "angular":
@@ -65,14 +71,30 @@ def build_loss(cfg, num_classes: int, embedding_dim: int) -> torch.nn.Module:
     if name == "quadruplet":
         return QuadrupletLoss(cfg.margin1, cfg.margin2)
     if name == "snr":  # Revisiting eq. 15: triplet on the SNR distance + zero-mean regulariser
-        return losses.TripletMarginLoss(margin=cfg.margin, distance=distances.SNRDistance(),
-                                        embedding_regularizer=regularizers.ZeroMeanRegularizer(),
-                                        embedding_reg_weight=cfg.zero_mean_reg)
+        return losses.TripletMarginLoss(
+            margin=cfg.margin,
+            distance=distances.SNRDistance(),
+            embedding_regularizer=regularizers.ZeroMeanRegularizer(),
+            embedding_reg_weight=cfg.zero_mean_reg,
+        )
     if name == "softtriple":  # Revisiting eq. 16-18; tau weighs the centre regulariser (eq. 18, K > 1 only)
-        sparse = {"weight_regularizer": regularizers.SparseCentersRegularizer(num_classes, cfg.centers_per_class),
-                  "weight_reg_weight": cfg.tau} if cfg.centers_per_class > 1 and cfg.tau > 0 else {}
-        return losses.SoftTripleLoss(num_classes, embedding_dim, centers_per_class=cfg.centers_per_class,
-                                     la=cfg.la, gamma=cfg.gamma, margin=cfg.margin, **sparse)
+        sparse = (
+            {
+                "weight_regularizer": regularizers.SparseCentersRegularizer(num_classes, cfg.centers_per_class),
+                "weight_reg_weight": cfg.tau,
+            }
+            if cfg.centers_per_class > 1 and cfg.tau > 0
+            else {}
+        )
+        return losses.SoftTripleLoss(
+            num_classes,
+            embedding_dim,
+            centers_per_class=cfg.centers_per_class,
+            la=cfg.la,
+            gamma=cfg.gamma,
+            margin=cfg.margin,
+            **sparse,
+        )
     if name == "normalized_softmax":
         return losses.NormalizedSoftmaxLoss(num_classes, embedding_dim, temperature=cfg.temperature)
     if name == "danml":

@@ -74,7 +74,9 @@ class CCPObjective(Objective):
         k = cfg.proxies_per_class
         self.register_buffer("anchor_labels", torch.arange(num_classes).repeat_interleave(k))
         self.supports_distributed = variant != "sample_ccp"  # its anchors pass through the network a second time
-        self.proxies = nn.Parameter(torch.zeros(num_classes * k, embedding_dim)) if variant in ("loss_proxy", "ccp") else None
+        self.proxies = (
+            nn.Parameter(torch.zeros(num_classes * k, embedding_dim)) if variant in ("loss_proxy", "ccp") else None
+        )
         self.anchor_rows: np.ndarray | None = None  # sample_ccp: training rows of the anchor samples
         self.anchor_inputs: torch.Tensor | None = None  # sample_ccp: their inputs
         self.rho_star: torch.Tensor | None = None  # the previous sub-problem's anchors (K-center seeds)
@@ -152,8 +154,9 @@ class CCPObjective(Objective):
         # next projection: theta_prev <- the sub-problem's best weights; anchors re-initialised (Alg. 1)
         self.theta_prev = self.sub_best_weights
         self.lam = self.cfg.lambda_
-        self.rho_star = (self._embed_rows(ctx, self.anchor_rows) if self.variant == "sample_ccp"
-                         else self.sub_best_proxies)
+        self.rho_star = (
+            self._embed_rows(ctx, self.anchor_rows) if self.variant == "sample_ccp" else self.sub_best_proxies
+        )
         self._select_anchors(ctx, train_emb)
         self.sub_best, self.sub_stale = -float("inf"), 0
         return False
@@ -169,7 +172,7 @@ class CCPObjective(Objective):
         forward = ctx.model.head_output if self.cfg.kcenter_space == "raw" else ctx.model
         ctx.model.eval()
         with torch.no_grad():
-            out = torch.cat([forward(ctx.inputs(rows[s:s + chunk])) for s in range(0, len(rows), chunk)])
+            out = torch.cat([forward(ctx.inputs(rows[s : s + chunk])) for s in range(0, len(rows), chunk)])
         ctx.model.train()
         return out
 
@@ -179,8 +182,13 @@ class CCPObjective(Objective):
 
     def _select_anchors(self, ctx, train_emb: torch.Tensor) -> None:
         """Greedy K-center per class over a pool of b random samples (CCP Alg. 2)."""
-        anchor_rows, new = k_center_per_class(ctx.rows_per_class, lambda rows: self._embed_rows(ctx, rows),
-                                              self.rho_star, self.cfg.proxies_per_class, self.cfg.pool_size)
+        anchor_rows, new = k_center_per_class(
+            ctx.rows_per_class,
+            lambda rows: self._embed_rows(ctx, rows),
+            self.rho_star,
+            self.cfg.proxies_per_class,
+            self.cfg.pool_size,
+        )
         if self.variant == "sample_ccp":
             self.anchor_rows, self.anchor_inputs = anchor_rows, ctx.inputs(anchor_rows)
         else:
@@ -198,7 +206,9 @@ class CCPObjective(Objective):
             return NAN_PAIR
         with torch.no_grad():
             norm = self.cfg.embedding_norm
-            shift = (normalize_embeddings(self.proxies, norm) - normalize_embeddings(self.kcenter_proxies, norm)).norm(dim=1)
+            shift = (normalize_embeddings(self.proxies, norm) - normalize_embeddings(self.kcenter_proxies, norm)).norm(
+                dim=1
+            )
         return float(shift.mean()), float(shift.max())
 
     def _radius(self, ctx, train_emb: torch.Tensor) -> torch.Tensor:
@@ -227,8 +237,16 @@ class CCPObjective(Objective):
             "proxy_shift_max": shift_max,
         }
         self.diagnostics.append(row)
-        log.info("sub-problem %d: %d epochs, best val MAP@R %.4f, covering radius max %.3f mean %.3f "
-                 "(after K-center: %.3f, %.3f), proxies moved %.3f in the first epoch, %.3f by the end",
-                 row["subproblem"], row["epochs"], row["best_val_map_at_r"], row["covering_radius_max"],
-                 row["covering_radius_mean"], row["initial_radius_max"], row["initial_radius_mean"],
-                 row["proxy_shift_first_epoch_mean"], row["proxy_shift_mean"])
+        log.info(
+            "sub-problem %d: %d epochs, best val MAP@R %.4f, covering radius max %.3f mean %.3f "
+            "(after K-center: %.3f, %.3f), proxies moved %.3f in the first epoch, %.3f by the end",
+            row["subproblem"],
+            row["epochs"],
+            row["best_val_map_at_r"],
+            row["covering_radius_max"],
+            row["covering_radius_mean"],
+            row["initial_radius_max"],
+            row["initial_radius_mean"],
+            row["proxy_shift_first_epoch_mean"],
+            row["proxy_shift_mean"],
+        )

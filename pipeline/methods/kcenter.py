@@ -7,7 +7,7 @@ operations (a few per pick), so a re-initialisation costs O(k) operations, not O
 
 from __future__ import annotations
 
-from typing import Callable
+from collections.abc import Callable
 
 import numpy as np
 import torch
@@ -39,19 +39,31 @@ def greedy_k_center(pools: torch.Tensor, centres: torch.Tensor, k: int) -> torch
     return torch.stack(picked, dim=1)
 
 
-def covering_radius(embeddings: torch.Tensor, labels: torch.Tensor, centres: torch.Tensor, per_class: int,
-                    chunk: int = 8192) -> torch.Tensor:
+def covering_radius(
+    embeddings: torch.Tensor, labels: torch.Tensor, centres: torch.Tensor, per_class: int, chunk: int = 8192
+) -> torch.Tensor:
     """Per class 0..C-1, the largest distance from a sample to its nearest same-class centre (delta_s of
     Prop. 4.2); `centres` class-major, `per_class` each; samples in chunks of `chunk` rows."""
     grouped = centres.reshape(-1, per_class, centres.shape[1])
-    nearest = torch.cat([torch.linalg.vector_norm(embeddings[s:s + chunk, None, :] - grouped[labels[s:s + chunk]], dim=2)
-                         .min(dim=1).values for s in range(0, len(embeddings), chunk)])
+    nearest = torch.cat(
+        [
+            torch.linalg.vector_norm(embeddings[s : s + chunk, None, :] - grouped[labels[s : s + chunk]], dim=2)
+            .min(dim=1)
+            .values
+            for s in range(0, len(embeddings), chunk)
+        ]
+    )
     radius = torch.zeros(len(grouped), dtype=embeddings.dtype)
     return radius.scatter_reduce(0, labels.long(), nearest, reduce="amax", include_self=False)
 
 
-def k_center_per_class(rows_per_class: list[np.ndarray], embed_rows: Callable[[np.ndarray], torch.Tensor],
-                       centres: torch.Tensor, k: int, pool_size: int) -> tuple[np.ndarray, torch.Tensor]:
+def k_center_per_class(
+    rows_per_class: list[np.ndarray],
+    embed_rows: Callable[[np.ndarray], torch.Tensor],
+    centres: torch.Tensor,
+    k: int,
+    pool_size: int,
+) -> tuple[np.ndarray, torch.Tensor]:
     """CCP Algorithm 2 for every class: draw a pool of b rows per class, embed all pools, pick k per class by
     greedy K-center seeded by that class's centres (class-major, the same number per class). Returns the
     picked rows and their embeddings, class-major."""

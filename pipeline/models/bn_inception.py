@@ -80,8 +80,11 @@ class BNInception(nn.Module):
         if stride == 2:  # pass-through max pool
             branches.append(self._pool_s2(x))
         else:
-            pooled = (nn.functional.avg_pool2d(x, 3, stride=1, padding=1, ceil_mode=True, count_include_pad=True)
-                      if pool == "avg" else nn.functional.max_pool2d(x, 3, stride=1, padding=1, ceil_mode=True))
+            pooled = (
+                nn.functional.avg_pool2d(x, 3, stride=1, padding=1, ceil_mode=True, count_include_pad=True)
+                if pool == "avg"
+                else nn.functional.max_pool2d(x, 3, stride=1, padding=1, ceil_mode=True)
+            )
             branches.append(cbr(f"{p}_pool_proj", pooled))
         return torch.cat(branches, dim=1)
 

@@ -33,7 +33,11 @@ def read_logs(folder: Path, runs: list[str], models: list[tuple[int, int]]) -> p
             if not path.is_file():
                 raise FileNotFoundError(f"{path}: training log not found (run the train stage of {run})")
             frames.append(pd.read_csv(path).assign(run=run, model=model_name(fold, seed)))
-    return pd.concat(frames, ignore_index=True) if frames else pd.DataFrame(columns=["epoch", "val_map_at_r", "run", "model"])
+    return (
+        pd.concat(frames, ignore_index=True)
+        if frames
+        else pd.DataFrame(columns=["epoch", "val_map_at_r", "run", "model"])
+    )
 
 
 def per_model(logs: pd.DataFrame, patience: dict[str, int], min_delta: float) -> pd.DataFrame:
@@ -43,10 +47,20 @@ def per_model(logs: pd.DataFrame, patience: dict[str, int], min_delta: float) ->
         best = int(t.epoch.iloc[_replay(t, math.inf, min_delta)[0]])  # the epoch early stopping kept
         stop = int(t.epoch.max())
         unit = next((c for c in UNITS if c in t and t[c].notna().any()), None)
-        rows.append({"run": run, "model": model, "best_epoch": best, "stop_epoch": stop,
-                     "unit": UNITS.get(unit, ""), "units": t[unit].max() if unit else float("nan"),
-                     "cut_while_improving": stop - best < patience[run]})
-    return pd.DataFrame(rows, columns=["run", "model", "best_epoch", "stop_epoch", "unit", "units", "cut_while_improving"])
+        rows.append(
+            {
+                "run": run,
+                "model": model,
+                "best_epoch": best,
+                "stop_epoch": stop,
+                "unit": UNITS.get(unit, ""),
+                "units": t[unit].max() if unit else float("nan"),
+                "cut_while_improving": stop - best < patience[run],
+            }
+        )
+    return pd.DataFrame(
+        rows, columns=["run", "model", "best_epoch", "stop_epoch", "unit", "units", "cut_while_improving"]
+    )
 
 
 def untrained_runs(models: pd.DataFrame) -> set[str]:
@@ -62,13 +76,18 @@ def _spread(values: pd.Series) -> str:
 
 def budget_markdown(models: pd.DataFrame, patience: dict[str, int], max_epochs: dict[str, int]) -> str:
     """Per run: budget, best and stop epoch, outer-loop units per model (median, min-max), models cut."""
-    out = ["| run | patience / max epochs | best epoch | stop epoch | sub-problems or projections per model "
-           "| models cut while improving |", "|---|---|---|---|---|---|"]
+    out = [
+        "| run | patience / max epochs | best epoch | stop epoch | sub-problems or projections per model "
+        "| models cut while improving |",
+        "|---|---|---|---|---|---|",
+    ]
     for run, t in models.groupby("run", sort=False):
         units = f"{_spread(t.units)} {t.unit.iloc[0]}" if t.unit.iloc[0] else "-"
         cut = int(t.cut_while_improving.sum())
-        out.append(f"| {run} | {patience[run]} / {max_epochs[run]} | {_spread(t.best_epoch)} | {_spread(t.stop_epoch)} "
-                   f"| {units} | {f'**{cut} of {len(t)}**' if cut else f'0 of {len(t)}'} |")
+        out.append(
+            f"| {run} | {patience[run]} / {max_epochs[run]} | {_spread(t.best_epoch)} | {_spread(t.stop_epoch)} "
+            f"| {units} | {f'**{cut} of {len(t)}**' if cut else f'0 of {len(t)}'} |"
+        )
     return "\n".join(out) + "\n"
 
 
@@ -86,15 +105,19 @@ def _replay(t: pd.DataFrame, patience: float, min_delta: float) -> tuple[int, fl
             best, kept, stale = values[e], e, 0
         else:
             stale += 1
-        at_boundary = (marks is None or e == len(values) - 1 or
-                       (marks[e + 1] > marks[e] if unit == "subproblem" else marks[e] > marks[e - 1]))
+        at_boundary = (
+            marks is None
+            or e == len(values) - 1
+            or (marks[e + 1] > marks[e] if unit == "subproblem" else marks[e] > marks[e - 1])
+        )
         if stale >= patience and at_boundary:
             break
     return kept, best
 
 
-def replay_shorter_patience(logs: pd.DataFrame, patience: dict[str, int], min_delta: float,
-                            shorter=(5, 10, 15)) -> pd.DataFrame:
+def replay_shorter_patience(
+    logs: pd.DataFrame, patience: dict[str, int], min_delta: float, shorter=(5, 10, 15)
+) -> pd.DataFrame:
     """For each shorter patience P (below a run's own): the models that would have kept an earlier epoch, and
     the mean and largest loss of validation MAP@R (points) against what the run's own patience kept."""
     rows = []
@@ -106,17 +129,29 @@ def replay_shorter_patience(logs: pd.DataFrame, patience: dict[str, int], min_de
                 lost.append(100 * (kept - _replay(t, p, min_delta)[1]))
         if lost:
             s = pd.Series(lost)
-            rows.append({"patience": p, "models": len(s), "models_stopping_earlier": int((s > 0).sum()),
-                         "mean_val_map_at_r_lost": s.mean(), "max_val_map_at_r_lost": s.max()})
+            rows.append(
+                {
+                    "patience": p,
+                    "models": len(s),
+                    "models_stopping_earlier": int((s > 0).sum()),
+                    "mean_val_map_at_r_lost": s.mean(),
+                    "max_val_map_at_r_lost": s.max(),
+                }
+            )
     return pd.DataFrame(rows)
 
 
 def replay_markdown(table: pd.DataFrame, decimals: int) -> str:
     if table.empty:
         return "No shorter patience to replay.\n"
-    out = ["| patience | models | would keep an earlier epoch | validation MAP@R lost: mean | max |", "|---|---|---|---|---|"]
+    out = [
+        "| patience | models | would keep an earlier epoch | validation MAP@R lost: mean | max |",
+        "|---|---|---|---|---|",
+    ]
     for _, r in table.iterrows():
-        out.append(f"| {int(r.patience)} | {int(r.models)} | {int(r.models_stopping_earlier)} "
-                   f"| {r.mean_val_map_at_r_lost:.{decimals}f} "
-                   f"| {r.max_val_map_at_r_lost:.{decimals}f} |")
+        out.append(
+            f"| {int(r.patience)} | {int(r.models)} | {int(r.models_stopping_earlier)} "
+            f"| {r.mean_val_map_at_r_lost:.{decimals}f} "
+            f"| {r.max_val_map_at_r_lost:.{decimals}f} |"
+        )
     return "\n".join(out) + "\n"

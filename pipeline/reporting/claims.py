@@ -47,10 +47,17 @@ def paper_claims(ccp_losses, profs_losses) -> list[Claim]:
     out = []
     for loss in ccp_losses:
         name = loss.upper() if loss in ("c1", "c2", "ms") else loss.capitalize()
-        out.append(Claim(f"{name}: CCP beats Loss-Proxy (alternating proxies help)", "CCP Fig. 4a",
-                         f"{loss}_loss_proxy", f"{loss}_ccp"))
-        out.append(Claim(f"{name}: Loss-Proxy beats the loss on batches", "CCP Fig. 4a",
-                         f"{loss}_batch", f"{loss}_loss_proxy"))
+        out.append(
+            Claim(
+                f"{name}: CCP beats Loss-Proxy (alternating proxies help)",
+                "CCP Fig. 4a",
+                f"{loss}_loss_proxy",
+                f"{loss}_ccp",
+            )
+        )
+        out.append(
+            Claim(f"{name}: Loss-Proxy beats the loss on batches", "CCP Fig. 4a", f"{loss}_batch", f"{loss}_loss_proxy")
+        )
     for loss in profs_losses:
         out.append(Claim(f"{loss}: PROFS beats the plain loss", "PROFS Tables 1-2", f"{loss}_plain", f"{loss}_profs"))
         out.append(Claim(f"{loss}: PROFS-HNCM beats PROFS", "PROFS Tables 1-2", f"{loss}_profs", f"{loss}_profs_hncm"))
@@ -58,10 +65,19 @@ def paper_claims(ccp_losses, profs_losses) -> list[Claim]:
         Claim("ANML-Lifted beats Lifted", "ANML Table 3", "lifted", "anml_lifted"),
         Claim("ANML-N-pair beats N-pair", "ANML Table 3", "npair", "anml_npair"),
         Claim("DANML beats MS", "ANML Tables 4-6", "ms", "danml"),
-        Claim("R-Margin beats Margin (rho-regularisation helps)", "Revisiting suppl. Table 5 (also 4, 6)",
-              "margin_d", "r_margin_d"),
-        Claim("2-D: sample-based CCP beats proxy-based CCP (98.06 vs 97.21 MAP@R on MNIST)",
-              "CCP Fig. 2, section 5.3", "ccp", "sample_ccp", where=POC),
+        Claim(
+            "R-Margin beats Margin (rho-regularisation helps)",
+            "Revisiting suppl. Table 5 (also 4, 6)",
+            "margin_d",
+            "r_margin_d",
+        ),
+        Claim(
+            "2-D: sample-based CCP beats proxy-based CCP (98.06 vs 97.21 MAP@R on MNIST)",
+            "CCP Fig. 2, section 5.3",
+            "ccp",
+            "sample_ccp",
+            where=POC,
+        ),
     ]
     return out
 
@@ -81,8 +97,9 @@ def _poc_paired(poc: dict, base: str, better: str, metric: str) -> np.ndarray | 
     return 100 * np.array([poc[better]["seeds"][s][key] - seeds[s][key] for s in sorted(seeds)])
 
 
-def class_bootstrap(base: pd.DataFrame, better: pd.DataFrame, models: list[str], metric: str, samples: int,
-                    seed: int) -> tuple[float, float]:
+def class_bootstrap(
+    base: pd.DataFrame, better: pd.DataFrame, models: list[str], metric: str, samples: int, seed: int
+) -> tuple[float, float]:
     """Percentile interval (LEVEL) of the mean paired difference better - base in points, resampling the
     test classes and the models with replacement.
 
@@ -111,40 +128,75 @@ def verdict(low: float, high: float) -> str:
     return "reproduced" if low > 0 else "contradicted" if high < 0 else "inconclusive"
 
 
-def claims_table(claims: list[Claim], metrics: dict, poc: dict, per_class: dict | None = None,
-                 samples: int = 10000, seed: int = 0, untrained: frozenset[str] = frozenset()) -> pd.DataFrame:
+def claims_table(
+    claims: list[Claim],
+    metrics: dict,
+    poc: dict,
+    per_class: dict | None = None,
+    samples: int = 10000,
+    seed: int = 0,
+    untrained: frozenset[str] = frozenset(),
+) -> pd.DataFrame:
     """One row per claim: runs, pairs, and per metric the mean paired difference, its t interval, its
     bootstrap interval over test classes and models (when `per_class` holds both runs' scores), and the
     interval the verdict uses (the wider)."""
     per_class = per_class or {}
     rows = []
     for c in claims:
-        row = {"claim": c.text, "source": c.source, "base": c.base, "better": c.better,
-               "compared_over": "poc seeds" if c.where == POC else "fold x seed models"}
+        row = {
+            "claim": c.text,
+            "source": c.source,
+            "base": c.base,
+            "better": c.better,
+            "compared_over": "poc seeds" if c.where == POC else "fold x seed models",
+        }
         present = {c.base, c.better} <= set(poc if c.where == POC else metrics)
         for metric, _ in METRICS:
-            row.update({f"{metric}_{k}": np.nan for k in ("diff", "t_low", "t_high", "boot_low", "boot_high",
-                                                           "low", "high")})
+            row.update(
+                {f"{metric}_{k}": np.nan for k in ("diff", "t_low", "t_high", "boot_low", "boot_high", "low", "high")}
+            )
             row[f"{metric}_interval"] = ""
             diffs = None
             if present:
-                diffs = (_poc_paired(poc, c.base, c.better, metric) if c.where == POC
-                         else _paired(metrics, c.base, c.better, metric))
+                diffs = (
+                    _poc_paired(poc, c.base, c.better, metric)
+                    if c.where == POC
+                    else _paired(metrics, c.base, c.better, metric)
+                )
             if diffs is None:
                 continue
             mean, half = mean_interval(diffs)
-            row.update({"pairs": len(diffs), f"{metric}_diff": mean, f"{metric}_t_low": mean - half,
-                        f"{metric}_t_high": mean + half, f"{metric}_low": mean - half, f"{metric}_high": mean + half,
-                        f"{metric}_interval": "t"})
+            row.update(
+                {
+                    "pairs": len(diffs),
+                    f"{metric}_diff": mean,
+                    f"{metric}_t_low": mean - half,
+                    f"{metric}_t_high": mean + half,
+                    f"{metric}_low": mean - half,
+                    f"{metric}_high": mean + half,
+                    f"{metric}_interval": "t",
+                }
+            )
             if c.where != POC and {c.base, c.better} <= set(per_class):
                 models = sorted(metrics[c.base]["separated"]["models"])
-                low, high = class_bootstrap(per_class[c.base], per_class[c.better], models, metric, samples,
-                                            derive_seed(seed, "bootstrap", c.base, c.better, metric))
+                low, high = class_bootstrap(
+                    per_class[c.base],
+                    per_class[c.better],
+                    models,
+                    metric,
+                    samples,
+                    derive_seed(seed, "bootstrap", c.base, c.better, metric),
+                )
                 row.update({f"{metric}_boot_low": low, f"{metric}_boot_high": high})
                 if not high - low <= 2 * half:  # the wider decides (a NaN t interval: the bootstrap)
                     row.update({f"{metric}_low": low, f"{metric}_high": high, f"{metric}_interval": "bootstrap"})
-        row["verdict"] = ("not run" if not present else "not trained" if {c.base, c.better} & untrained
-                          else verdict(row["map_at_r_low"], row["map_at_r_high"]))
+        row["verdict"] = (
+            "not run"
+            if not present
+            else "not trained"
+            if {c.base, c.better} & untrained
+            else verdict(row["map_at_r_low"], row["map_at_r_high"])
+        )
         rows.append(row)
     return pd.DataFrame(rows)
 
@@ -162,17 +214,24 @@ def claims_markdown(table: pd.DataFrame, decimals: int) -> str:
     """The table as markdown: claim, source, the runs compared, pairs, MAP@R with both intervals (the one the
     verdict uses in bold), P@1 with the wider interval, and the verdict (decided on MAP@R)."""
     pct = f"{100 * LEVEL:.0f}%"
-    head = (f"| claim | source | compared (base → claimed better) | pairs | MAP@R diff [{pct} t, models] "
-            f"| MAP@R diff [{pct} bootstrap, classes × models] | P@1 diff [{pct}, wider] | verdict |")
+    head = (
+        f"| claim | source | compared (base → claimed better) | pairs | MAP@R diff [{pct} t, models] "
+        f"| MAP@R diff [{pct} bootstrap, classes × models] | P@1 diff [{pct}, wider] | verdict |"
+    )
     lines = [head, "|---|---|---|---|---|---|---|---|"]
     for _, r in table.iterrows():
-        runs = (f"{r.base} → {r.better} (2-D proof of concept)" if r.compared_over == "poc seeds"
-                else f"{label(r.base)} → {label(r.better)}")
+        runs = (
+            f"{r.base} → {r.better} (2-D proof of concept)"
+            if r.compared_over == "poc seeds"
+            else f"{label(r.base)} → {label(r.better)}"
+        )
         pairs = "-" if pd.isna(r.get("pairs")) else f"{int(r.pairs)}"
         cells = []
         for kind, name in (("t", "t"), ("boot", "bootstrap")):
             text = _interval(r, "map_at_r", decimals, kind)
             cells.append(f"**{text}**" if r.map_at_r_interval == name else text)
-        lines.append(f"| {r.claim} | {r.source} | {runs} | {pairs} | {cells[0]} | {cells[1]} | "
-                     f"{_interval(r, 'precision_at_1', decimals)} | **{r.verdict}** |")
+        lines.append(
+            f"| {r.claim} | {r.source} | {runs} | {pairs} | {cells[0]} | {cells[1]} | "
+            f"{_interval(r, 'precision_at_1', decimals)} | **{r.verdict}** |"
+        )
     return "\n".join(lines) + "\n"

@@ -20,13 +20,18 @@ from scipy.stats import spearmanr
 
 from pipeline.reporting.names import label
 
-MLRC = [(f"{protocol}:{metric}", title) for protocol in ("separated", "concatenated")
-        for metric, title in (("precision_at_1", "P@1"), ("r_precision", "R-precision"), ("map_at_r", "MAP@R"))]
+MLRC = [
+    (f"{protocol}:{metric}", title)
+    for protocol in ("separated", "concatenated")
+    for metric, title in (("precision_at_1", "P@1"), ("r_precision", "R-precision"), ("map_at_r", "MAP@R"))
+]
 
 
 def conventional_columns(recall_at: list[int]) -> list[tuple[str, str]]:
-    return [(f"separated:recall_at_{k}", f"R@{k}") for k in recall_at] + [("separated:nmi", "NMI"),
-                                                                         ("separated:f1", "F1")]
+    return [(f"separated:recall_at_{k}", f"R@{k}") for k in recall_at] + [
+        ("separated:nmi", "NMI"),
+        ("separated:f1", "F1"),
+    ]
 
 
 def measured(metrics: dict[str, dict], columns: list[tuple[str, str]]) -> pd.DataFrame:
@@ -55,12 +60,20 @@ def attach_published(table: pd.DataFrame, published: pd.DataFrame, dataset: str 
     for i, row in out.iterrows():
         metric = row.column.split(":")[1]
         prefix = _published_protocol(row.column, protocol)
-        match = published[(published.run == row.run) & (published.dataset == dataset) & (published.metric == metric)
-                          & published.protocol.str.replace("revisiting-", "").str.startswith(prefix)]
+        match = published[
+            (published.run == row.run)
+            & (published.dataset == dataset)
+            & (published.metric == metric)
+            & published.protocol.str.replace("revisiting-", "").str.startswith(prefix)
+        ]
         if len(match):
             first = match.iloc[0]
             out.loc[i, ["paper_value", "paper_std", "difference", "source"]] = [
-                first.value, first["std"], row.value - first.value, f"{first.paper} {first.table}"]
+                first.value,
+                first["std"],
+                row.value - first.value,
+                f"{first.paper} {first.table}",
+            ]
     return out
 
 
@@ -93,8 +106,11 @@ def render(table: pd.DataFrame, columns: list[tuple[str, str]], decimals: int, l
                 text = rf"\textbf{{{text}}}" if latex else f"**{text}**"
             cells.append(text.replace("±", r"$\pm$") if latex else text)
             if has_paper:
-                cells += (["-", "-"] if pd.isna(r.paper_value) else
-                          [_cell(r.paper_value, r.paper_std, decimals), f"{r.difference:+.{decimals}f}"])
+                cells += (
+                    ["-", "-"]
+                    if pd.isna(r.paper_value)
+                    else [_cell(r.paper_value, r.paper_std, decimals), f"{r.difference:+.{decimals}f}"]
+                )
                 if r.source:
                     sources.add(r.source)
         if has_paper:
@@ -102,11 +118,22 @@ def render(table: pd.DataFrame, columns: list[tuple[str, str]], decimals: int, l
         lines.append(cells)
     if latex:
         body = "\n".join(" & ".join(c.replace("%", r"\%") for c in cells) + r" \\" for cells in lines)
-        return ("\\begin{tabular}{l" + "r" * (len(header) - 1) + "}\n\\toprule\n"
-                + " & ".join(h.replace("Δ", r"$\Delta$").replace("@", "@") for h in header) + " \\\\\n\\midrule\n"
-                + body + "\n\\bottomrule\n\\end{tabular}\n")
-    return "\n".join(["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
-                     + ["| " + " | ".join(cells) + " |" for cells in lines]) + "\n"
+        return (
+            "\\begin{tabular}{l"
+            + "r" * (len(header) - 1)
+            + "}\n\\toprule\n"
+            + " & ".join(h.replace("Δ", r"$\Delta$").replace("@", "@") for h in header)
+            + " \\\\\n\\midrule\n"
+            + body
+            + "\n\\bottomrule\n\\end{tabular}\n"
+        )
+    return (
+        "\n".join(
+            ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
+            + ["| " + " | ".join(cells) + " |" for cells in lines]
+        )
+        + "\n"
+    )
 
 
 def orientation(runs: list[str], published: pd.DataFrame) -> pd.DataFrame:
@@ -114,9 +141,11 @@ def orientation(runs: list[str], published: pd.DataFrame) -> pd.DataFrame:
     and the first conventional R@1 per data set. Rows = runs that have any, columns = data set x metric."""
     mask = published.run.isin(runs) & (
         (published.protocol.str.startswith("mlrc-separated") & (published.metric == "map_at_r"))
-        | (~published.protocol.str.startswith("mlrc") & (published.metric == "recall_at_1")))
+        | (~published.protocol.str.startswith("mlrc") & (published.metric == "recall_at_1"))
+    )
     rows = published[mask].assign(
-        key=lambda t: t.dataset + " " + np.where(t.metric == "map_at_r", "MAP@R (MLRC sep.)", "R@1"))
+        key=lambda t: t.dataset + " " + np.where(t.metric == "map_at_r", "MAP@R (MLRC sep.)", "R@1")
+    )
     wide = rows.drop_duplicates(["run", "key"]).pivot(index="run", columns="key", values="value")
     return wide.reindex([r for r in runs if r in wide.index])
 
@@ -129,12 +158,23 @@ def rank_agreement(table: pd.DataFrame, published: pd.DataFrame, protocol: str, 
     for column in ours.column.unique():
         mine = ours[ours.column == column].set_index("run").value
         prefix = _published_protocol(column, protocol)
-        theirs = published[published.run.isin(mine.index) & (published.metric == column.split(":")[1])
-                           & published.protocol.str.replace("revisiting-", "").str.startswith(prefix)]
+        theirs = published[
+            published.run.isin(mine.index)
+            & (published.metric == column.split(":")[1])
+            & published.protocol.str.replace("revisiting-", "").str.startswith(prefix)
+        ]
         for (paper, tab, dataset), group in theirs.groupby(["paper", "table", "dataset"], sort=False):
             group = group.drop_duplicates("run").set_index("run").value
             if len(group) >= min_runs:
                 rho = spearmanr(mine[group.index], group).statistic
-                rows.append({"column": column, "source": f"{paper} {tab}", "dataset": dataset, "runs": len(group),
-                             "spearman_rho": rho, "run_names": " ".join(group.index)})
+                rows.append(
+                    {
+                        "column": column,
+                        "source": f"{paper} {tab}",
+                        "dataset": dataset,
+                        "runs": len(group),
+                        "spearman_rho": rho,
+                        "run_names": " ".join(group.index),
+                    }
+                )
     return pd.DataFrame(rows, columns=["column", "source", "dataset", "runs", "spearman_rho", "run_names"])

@@ -25,9 +25,12 @@ def poc_figure(runs: dict[str, dict], path: Path) -> None:
             ax.scatter(p[:, 0], p[:, 1], s=70, marker="s", color=cmap(c), edgecolors="black", linewidths=1.0)
             n = r["next_proxies"][r["proxy_labels"] == c]
             ax.scatter(n[:, 0], n[:, 1], s=45, marker="o", facecolors="none", edgecolors=cmap(c), linewidths=1.5)
-        ax.set_title(f"{title}\ncovering radius of converged anchors: max {r['covering_radius_max']:.3f}, "
-                     f"mean {r['covering_radius_mean']:.3f}\nof the next K-center proxies: max {r['next_radius_max']:.3f}, "
-                     f"mean {r['next_radius_mean']:.3f}; test MAP@R {100 * r['test_map_at_r']:.1f}%", fontsize=10)
+        ax.set_title(
+            f"{title}\ncovering radius of converged anchors: max {r['covering_radius_max']:.3f}, "
+            f"mean {r['covering_radius_mean']:.3f}\nof the next K-center proxies: max {r['next_radius_max']:.3f}, "
+            f"mean {r['next_radius_mean']:.3f}; test MAP@R {100 * r['test_map_at_r']:.1f}%",
+            fontsize=10,
+        )
         ax.set_xlabel("embedding dimension 1")
         ax.set_ylabel("embedding dimension 2")
         ax.set_aspect("equal")
@@ -58,8 +61,16 @@ def _lambda_axis(ax, values) -> None:
     ax.set_xlabel("regulariser weight λ (symmetric log scale; 0 = no regulariser)")
 
 
-def sweep_figure(table, x: str, title: str, path: Path, series: str | None = None, xlabel: str = "",
-                 lambda_axis: bool = False, mark=None) -> None:
+def sweep_figure(
+    table,
+    x: str,
+    title: str,
+    path: Path,
+    series: str | None = None,
+    xlabel: str = "",
+    lambda_axis: bool = False,
+    mark=None,
+) -> None:
     """Test MAP@R (solid) and best validation MAP@R (dashed) of an ablation sweep against `x`, one line
     per value of `series`; `mark` = the x value the pipeline's own runs use (dotted line)."""
     fig, ax = plt.subplots(figsize=(7.0, 4.6))
@@ -69,8 +80,7 @@ def sweep_figure(table, x: str, title: str, path: Path, series: str | None = Non
         color = plt.get_cmap("tab10")(i)
         label = f"{series.replace('_', ' ')} = {key}: " if series else ""
         ax.plot(t[x], 100 * t.test_map_at_r, "o-", color=color, label=f"{label}test MAP@R (unseen classes)")
-        ax.plot(t[x], 100 * t.best_val_map_at_r, "s--", color=color, alpha=0.6,
-                label=f"{label}best validation MAP@R")
+        ax.plot(t[x], 100 * t.best_val_map_at_r, "s--", color=color, alpha=0.6, label=f"{label}best validation MAP@R")
     if lambda_axis:
         _lambda_axis(ax, list(table[x]))
     else:
@@ -85,7 +95,8 @@ def sweep_figure(table, x: str, title: str, path: Path, series: str | None = Non
 
 
 def variants_figure(frame, losses: list[str], variants: list[str], path: Path, title: str) -> None:
-    """Separated MAP@R (mean +- std over the fold x seed models) of each loss x variant as grouped bars (CCP Fig. 4a)."""
+    """Separated MAP@R (mean +- std over the fold x seed models) of each loss x variant as grouped bars
+    (CCP Fig. 4a)."""
     fig, ax = plt.subplots(figsize=(7.0, 4.6))
     width = 0.8 / len(variants)
     for j, variant in enumerate(variants):
@@ -122,8 +133,10 @@ def steps_figure(rows, path: Path) -> None:
     ax.hist([rows[rows.run == r].steps for r in runs], bins=20, stacked=True, label=runs)
     ax.set_xlabel("training steps in one projection (sub-problem)")
     ax.set_ylabel("number of sub-problems (all folds)")
-    ax.set_title(f"Steps per projection problem (CCP Fig. 4b): {len(rows)} sub-problems, "
-                 f"median {rows.steps.median():.0f} steps", fontsize=10)
+    ax.set_title(
+        f"Steps per projection problem (CCP Fig. 4b): {len(rows)} sub-problems, median {rows.steps.median():.0f} steps",
+        fontsize=10,
+    )
     ax.legend(fontsize=8)
     save(fig, path)
 
@@ -135,13 +148,14 @@ def subproblems_figure(rows, path: Path) -> None:
     fig, (left, right) = plt.subplots(1, 2, figsize=(11.0, 4.4))
     for run, t in rows.groupby("run", sort=False):
         mean = t.groupby("subproblem")[["covering_radius_max", "initial_radius_max", "best_val_map_at_r"]].mean()
-        line, = left.plot(mean.index, mean.covering_radius_max, "o-", label=f"{run}: end of sub-problem")
+        (line,) = left.plot(mean.index, mean.covering_radius_max, "o-", label=f"{run}: end of sub-problem")
         left.plot(mean.index, mean.initial_radius_max, "x:", color=line.get_color(), label=f"{run}: after K-center")
         right.plot(mean.index, 100 * mean.best_val_map_at_r, "o-", label=run)
     left.set_xlabel("sub-problem (projection) index")
     left.set_ylabel("covering radius, max over classes")
-    left.set_title("Covering radius over sub-problems (CCP Prop. 4.2),\nmean over the models that reach the index",
-                   fontsize=10)
+    left.set_title(
+        "Covering radius over sub-problems (CCP Prop. 4.2),\nmean over the models that reach the index", fontsize=10
+    )
     right.set_xlabel("sub-problem (projection) index")
     right.set_ylabel("best validation MAP@R in the sub-problem (%)")
     right.set_title("Validation MAP@R over sub-problems,\nmean over the models that reach the index", fontsize=10)
@@ -160,8 +174,11 @@ def spectrum_figure(spectra: dict, decay: dict, path: Path) -> None:
     ax.set_yscale("log")
     ax.set_xlabel("singular value index (largest first)")
     ax.set_ylabel("normalised singular value (sums to 1)")
-    ax.set_title("Singular value spectrum of the test embeddings (Revisiting section 5, main paper Fig. 8),\n"
-                 "mean over the models", fontsize=10)
+    ax.set_title(
+        "Singular value spectrum of the test embeddings (Revisiting section 5, main paper Fig. 8),\n"
+        "mean over the models",
+        fontsize=10,
+    )
     ax.grid(alpha=0.3, which="both")
     ax.legend(fontsize=8)
     save(fig, path)
@@ -181,12 +198,15 @@ def curves_figure(logs, models, path: Path, columns: int = 6) -> None:
             ax.plot(m.best_epoch, 100 * t.val_map_at_r.max(), "o", ms=3, color=color)
         ax.set_title(run, fontsize=9)
         ax.grid(alpha=0.3)
-    for ax in axes.flat[len(runs):]:
+    for ax in axes.flat[len(runs) :]:
         ax.axis("off")
     for ax in axes[:, 0]:
         ax.set_ylabel("val MAP@R (%)")
     for ax in axes[-1]:
         ax.set_xlabel("epoch")
-    fig.suptitle("Validation MAP@R per epoch, one line per fold x seed model (dot: best epoch; red: stopped "
-                 "before its patience ran out)", fontsize=11)
+    fig.suptitle(
+        "Validation MAP@R per epoch, one line per fold x seed model (dot: best epoch; red: stopped "
+        "before its patience ran out)",
+        fontsize=11,
+    )
     save(fig, path, rect=(0, 0, 1, 0.97))

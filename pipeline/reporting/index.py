@@ -9,7 +9,9 @@ from importlib.metadata import PackageNotFoundError, version
 
 import pandas as pd
 
+from pipeline import numerics
 from pipeline.config import Params, to_dict
+from pipeline.reporting.names import label
 
 PACKAGES = ("torch", "pytorch-metric-learning", "faiss-cpu", "scikit-learn", "metric-learn", "cvxpy", "numpy", "dvc")
 
@@ -47,22 +49,32 @@ def ccp_paragraphs(table: pd.DataFrame, loss: str, fold: int) -> list[str]:
         random = grid[grid.pool_size == grid.proxies_per_class]
         rand_text = ""
         if len(random):
-            gain = [100 * (grid[grid.proxies_per_class == p].test_map_at_r.max() - r)
-                    for p, r in zip(random.proxies_per_class, random.test_map_at_r)]
-            rand_text = (" Against random proxy selection (b = #proxy), the best pool size of each #proxy gains "
-                         + ", ".join(f"{g:+.1f}" for g in gain) + " points (#proxy = "
-                         + ", ".join(str(p) for p in random.proxies_per_class) + ").")
-        out.append(f"**#proxy x pool size (CCP Fig. 5)** — `figures/ccp_proxies_pool.png`: {loss.upper()}-CCP on fold {fold}, "
-                   f"test MAP@R spans {_span(grid)}; the best point is #proxy = {best.proxies_per_class}, "
-                   f"b = {best.pool_size} ({100 * best.test_map_at_r:.1f}%).{rand_text} The paper reports that both more "
-                   "proxies and a larger pool help on CUB and Cars196; differences below about 2 points are within "
-                   "the fold-to-fold spread of this data set (see the std columns of the results table).")
+            gain = [
+                100 * (grid[grid.proxies_per_class == p].test_map_at_r.max() - r)
+                for p, r in zip(random.proxies_per_class, random.test_map_at_r)
+            ]
+            rand_text = (
+                " Against random proxy selection (b = #proxy), the best pool size of each #proxy gains "
+                + ", ".join(f"{g:+.1f}" for g in gain)
+                + " points (#proxy = "
+                + ", ".join(str(p) for p in random.proxies_per_class)
+                + ")."
+            )
+        out.append(
+            f"**#proxy x pool size (CCP Fig. 5)** — `figures/ccp_proxies_pool.png`: {loss.upper()}-CCP on fold {fold}, "
+            f"test MAP@R spans {_span(grid)}; the best point is #proxy = {best.proxies_per_class}, "
+            f"b = {best.pool_size} ({100 * best.test_map_at_r:.1f}%).{rand_text} The paper reports that both more "
+            "proxies and a larger pool help on CUB and Cars196; differences below about 2 points are within "
+            "the fold-to-fold spread of this data set (see the std columns of the results table)."
+        )
     if len(lam):
         best = _best(lam)
         zero = lam[lam["lambda"] == 0]
         zero_text = f"; λ = 0 gives {100 * zero.test_map_at_r.iloc[0]:.1f}%" if len(zero) else ""
-        out.append(f"**CCP λ sweep** — `figures/ccp_lambda.png`: test MAP@R spans {_span(lam)}, best at "
-                   f"λ = {best['lambda']:g} ({100 * best.test_map_at_r:.1f}%){zero_text}.")
+        out.append(
+            f"**CCP λ sweep** — `figures/ccp_lambda.png`: test MAP@R spans {_span(lam)}, best at "
+            f"λ = {best['lambda']:g} ({100 * best.test_map_at_r:.1f}%){zero_text}."
+        )
     return out
 
 
@@ -73,12 +85,114 @@ def profs_paragraphs(table: pd.DataFrame, loss: str, fold: int) -> list[str]:
     m = table[table.sweep == "m"]
     if len(lam):
         best = _best(lam)
-        out.append(f"**PROFS λ sweep (PROFS Fig. 3)** — `figures/profs_lambda.png`: {loss}-PROFS on fold {fold}, "
-                   f"test MAP@R spans {_span(lam)}, best at λ = {best['lambda']:g} ({100 * best.test_map_at_r:.1f}%). "
-                   "The paper finds similar results for λ in [1e-4, 1e-2] and drops outside.")
+        out.append(
+            f"**PROFS λ sweep (PROFS Fig. 3)** — `figures/profs_lambda.png`: {loss}-PROFS on fold {fold}, "
+            f"test MAP@R spans {_span(lam)}, best at λ = {best['lambda']:g} ({100 * best.test_map_at_r:.1f}%). "
+            "The paper finds similar results for λ in [1e-4, 1e-2] and drops outside."
+        )
     if len(m):
         best = _best(m)
-        out.append(f"**PROFS steps per projection M (PROFS Fig. 2)** — `figures/profs_m.png`: fixed M, test MAP@R "
-                   f"spans {_span(m)}, best at M = {best.m:.0f} ({100 * best.test_map_at_r:.1f}%). The paper sees "
-                   "performance rise with M up to a data-set-dependent value and then fall.")
+        out.append(
+            f"**PROFS steps per projection M (PROFS Fig. 2)** — `figures/profs_m.png`: fixed M, test MAP@R "
+            f"spans {_span(m)}, best at M = {best.m:.0f} ({100 * best.test_map_at_r:.1f}%). The paper sees "
+            "performance rise with M up to a data-set-dependent value and then fall."
+        )
     return out
+
+
+def pictures_markdown(params, inputs: dict) -> str:
+    """Links to every run's retrieval grid and t-SNE map (stage pictures)."""
+    cfg = params.report
+    rows = "\n".join(
+        f"| {label(run)} | [top-{cfg.retrieval_k}](pictures/retrieval/{run}.png) | [map](pictures/maps/{run}.png) |"
+        for run in inputs["metrics"]
+    )
+    return (
+        "## Pictures: what each run retrieves\n\n"
+        f"Per run, from the model of fold {params.experiment.folds[0]} and seed {params.experiment.seeds[0]}: "
+        f"the top-{cfg.retrieval_k} neighbours of {cfg.retrieval_queries} fixed test queries (the same images for "
+        "every run; red frames: another class), and a t-SNE map of the test embeddings of "
+        f"{cfg.map_classes} test classes, one colour each.\n\n| run | retrieval | map |\n|---|---|---|\n{rows}\n\n"
+    )
+
+
+def index_markdown(
+    params, inputs: dict, context: str, tables: list[str], claims: pd.DataFrame, figures: tuple[str, ...]
+) -> str:
+    """reports/README.md: the claims' verdicts, what was run, links to every table, figure and picture, and what
+    the figures show."""
+    poc = inputs["poc"]
+    a = params.ablation
+    paragraphs = ccp_paragraphs(inputs["ablations"]["ccp"], a.ccp.loss, a.fold) + profs_paragraphs(
+        inputs["ablations"]["profs"], a.profs.loss, a.fold
+    )
+    frame = inputs["map_at_r"].value
+    fig4a = ", ".join(
+        f"{loss.upper()} "
+        + " / ".join(f"{frame[f'{loss}_{v}']:.1f}" for v in ("batch", "loss_proxy", "ccp") if f"{loss}_{v}" in frame)
+        for loss in params.ccp.losses
+    )
+    paragraphs.append(
+        f"**Loss-Proxy vs CCP (CCP Fig. 4a)** — `figures/ccp_loss_proxy_vs_ccp.png`: separated MAP@R "
+        f"of batch / Loss-Proxy / CCP per loss: {fig4a}."
+    )
+    ccp_rows = inputs["alternating_rows"]
+    if len(ccp_rows):
+        first, last = (ccp_rows.groupby(["run", "model"]).covering_radius_max.agg(f).mean() for f in ("first", "last"))
+        paragraphs.append(
+            f"**Steps per projection (CCP Fig. 4b)** — `figures/ccp_steps_per_projection.png`: {len(ccp_rows)} "
+            f"sub-problems, median {ccp_rows.steps.median():.0f} steps, {int((ccp_rows.steps <= 50).sum())} of them "
+            f"50 steps or fewer. **Covering radius and validation MAP@R over sub-problems** — "
+            f"`figures/ccp_subproblems.png`: the covering radius (max over classes, mean over runs and folds) goes "
+            f"from {first:.3f} after the first sub-problem to {last:.3f} after the last."
+        )
+    paragraphs.append(
+        f"**2-D proof of concept (CCP Fig. 2)** — `figures/ccp_poc.png`: test MAP@R Loss-Proxy "
+        f"{100 * poc['loss_proxy']['mean']['test_map_at_r']:.1f}%, "
+        f"CCP {100 * poc['ccp']['mean']['test_map_at_r']:.1f}%, sample-based "
+        f"CCP {100 * poc['sample_ccp']['mean']['test_map_at_r']:.1f}%; covering radius of the converged proxies (max) "
+        f"{poc['loss_proxy']['mean']['covering_radius_max']:.3f} / {poc['ccp']['mean']['covering_radius_max']:.3f} / "
+        f"{poc['sample_ccp']['mean']['covering_radius_max']:.3f}."
+    )
+    paragraphs.append(
+        "**Singular value spectrum (Revisiting section 5)** — `figures/spectrum.png`: ρ(Φ) "
+        + ", ".join(f"{r} {v:.3f}" for r, v in inputs["spectral_decay"].items())
+        + "; the Revisiting paper links lower ρ (a flatter spectrum) to better generalisation."
+    )
+    links = "\n".join(
+        f"- [{t}](tables/{t}) (also .csv and .tex beside it)"
+        if not t.startswith("published")
+        else f"- [{t}](tables/{t})"
+        for t in tables
+    )
+    figs = "\n".join(f"- [{f}.png](figures/{f}.png)" for f in (*figures, "ccp_poc"))
+    verdicts = "\n".join(f"- {r.claim} ({r.source}): **{r.verdict}**" for _, r in claims.iterrows())
+    pinned = ", ".join(f"`{k}={v}`" for k, v in numerics.settings().items())
+    return (
+        f"# Reports index\n\n## Claims: [claims.md](claims.md) (and claims.csv)\n\n"
+        "Each claim of the papers that this default can test, with the paired difference over the "
+        f"fold x seed models, its 95% intervals and a verdict:\n\n{verdicts}\n\n"
+        "Every run had the same budget rule, and [budgets.md](budgets.md) shows whether its curves had "
+        "flattened. Which verdicts changed when the methods were made to run as their authors ran them, and "
+        f'why: the project README, section "Fair comparisons".\n\n## What was run\n\n{context}'
+        f"- params hash: `{params_hash(params)}` (SHA-256 of the validated params.yaml; equal hashes, "
+        "equal settings)\n"
+        f"- runs: {len(inputs['metrics'])} ({', '.join(inputs['metrics'])}); ablations on fold {a.fold}; LANML on "
+        f"{', '.join(params.lanml.datasets)}\n- software: {versions()} (installed from requirements-lock.txt)\n"
+        f"- CPU numerics pinned in every stage (pipeline/numerics.py), so the CPU default gives these numbers on any "
+        f"x86-64 CPU: {pinned}\n\n"
+        "## Tables\n\n- [results.md](results.md): every metric of every run (and results.csv)\n"
+        "- [budgets.md](budgets.md): every run's best and stop epochs, sub-problems / projections, and the "
+        "models cut while improving (and budgets.csv)\n"
+        "- [tuning.md](tuning.md): the hyperparameters each run trained at, tuned on the validation folds\n"
+        f"{links}\n- [ccp_subproblems.md](ccp_subproblems.md): CCP sub-problem diagnostics\n"
+        "- [lanml.md](lanml.md): LANML on UCI data beside ANML Table 2; "
+        "[lanml_timing.md](lanml_timing.md): LANML and LMNN fit times (clock readings, the one output "
+        "that differs between machines and runs)\n\n"
+        f"## Figures\n\n{figs}\n- training curves: `dvc plots show` (reports/train_logs, validation MAP@R per "
+        "epoch)\n\n"
+        + pictures_markdown(params, inputs)
+        + "## What the figures show\n\n"
+        + "\n\n".join(paragraphs)
+        + "\n"
+    )

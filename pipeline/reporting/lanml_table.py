@@ -4,16 +4,31 @@ from __future__ import annotations
 
 import pandas as pd
 
-# our method names -> the paper's row names
-PAPER_NAMES = {"lanml_minus": "LANML-", "lanml_plus": "LANML+", "pnca": "PNCA", "nca": "NCA", "lmnn": "LMNN",
-               "itml": "ITML", "scml": "SCML", "gmml": "GMML", "euclidean": None}
+# our method names -> the paper's row names (ANML Table 2; the Euclidean kNN baseline has no row there)
+PAPER_NAMES = {
+    "lanml_minus": "LANML-",
+    "lanml_plus": "LANML+",
+    "pnca": "PNCA",
+    "nca": "NCA",
+    "lmnn": "LMNN",
+    "itml": "ITML",
+    "scml": "SCML",
+    "gmml": "GMML",
+    "euclidean": None,
+}
+
+
+def method_label(method: str) -> str:
+    """'LANML- (`lanml_minus`)': the paper's name with our id beside it, as in the other tables."""
+    return f"{PAPER_NAMES.get(method) or method.capitalize()} (`{method}`)"
 
 
 def anml_table2(published: pd.DataFrame) -> pd.DataFrame:
     """ANML Table 2's rows of the published numbers (dataset in lower case, method, accuracy, std)."""
     table = published[(published.paper == "ANML") & (published.table == "Table 2")]
-    return pd.DataFrame({"dataset": table.dataset.str.lower(), "method": table.method,
-                         "accuracy": table.value, "std": table["std"]})
+    return pd.DataFrame(
+        {"dataset": table.dataset.str.lower(), "method": table.method, "accuracy": table.value, "std": table["std"]}
+    )
 
 
 def lanml_markdown(results: list[dict], reference: pd.DataFrame, decimals: int) -> str:
@@ -23,10 +38,13 @@ def lanml_markdown(results: list[dict], reference: pd.DataFrame, decimals: int) 
     lines = []
     for result in results:
         name = result["dataset"]
-        lines += [f"## {name} ({result['samples']} samples, {result['features']} features, "
-                  f"{result['classes']} classes)", "",
-                  "| method | accuracy, K by 5-fold CV | accuracy, best K on test (paper's reading) | paper (ANML Table 2) "
-                  "| difference (best K - paper) |", "|---|---|---|---|---|"]
+        lines += [
+            f"## {name} ({result['samples']} samples, {result['features']} features, {result['classes']} classes)",
+            "",
+            "| method | accuracy, K by 5-fold CV | accuracy, best K on test (paper's reading) | paper (ANML Table 2) "
+            "| difference (best K - paper) |",
+            "|---|---|---|---|---|",
+        ]
         for method, r in result["methods"].items():
             paper = reference[(reference["dataset"] == name) & (reference["method"] == PAPER_NAMES.get(method))]
             acc, best = r["accuracy"], r["accuracy_best_k_on_test"]
@@ -35,8 +53,11 @@ def lanml_markdown(results: list[dict], reference: pd.DataFrame, decimals: int) 
                 value = float(paper["accuracy"].iloc[0])
                 paper_text = f"{value:{f}} ± {float(paper['std'].iloc[0]):{f}}"
                 diff = f"{best['mean'] - value:+{f}}"
-            lines.append(f"| {method} | {acc['mean']:{f}} ± {acc['std']:{f}} | {best['mean']:{f}} ± {best['std']:{f}} "
-                         f"| {paper_text} | {diff} |")
+            lines.append(
+                f"| {method_label(method)} | {acc['mean']:{f}} ± {acc['std']:{f}} "
+                f"| {best['mean']:{f}} ± {best['std']:{f}} "
+                f"| {paper_text} | {diff} |"
+            )
         lines.append("")
     return "\n".join(lines)
 
@@ -46,18 +67,27 @@ def timing_markdown(results: list[dict], decimals: int) -> str:
     LMNN-<Kt>, the test accuracies at the default and a strict tolerance, the work of the LANML solver
     with and without screening, and the LMNN / LANML fit-time ratios (the paper: about 10)."""
     f = f".{decimals}f"
-    lines = ["| data set | method | CPU s (best) | accuracy | accuracy, strict tolerance | objective gap to strict "
-             "| evaluations | distances (screened / all) |", "|---|---|---|---|---|---|---|---|"]
-    ratio_lines = ["| data set | " + " | ".join(f"LMNN-{t} / {PAPER_NAMES[m]}" for m in ("lanml_minus", "lanml_plus")
-                                                for t in (4, 5, 6, 7)) + " |", "|---|" + "---|" * 8]
+    lines = [
+        "| data set | method | CPU s (best) | accuracy | accuracy, strict tolerance | objective gap to strict "
+        "| evaluations | distances (screened / all) |",
+        "|---|---|---|---|---|---|---|---|",
+    ]
+    ratio_lines = [
+        "| data set | "
+        + " | ".join(f"LMNN-{t} / {PAPER_NAMES[m]}" for m in ("lanml_minus", "lanml_plus") for t in (4, 5, 6, 7))
+        + " |",
+        "|---|" + "---|" * 8,
+    ]
     for r in results:
         name = f"{r['dataset']} ({r['train_samples']} x {r['features']})"
         for method, m in r["methods"].items():
             label = PAPER_NAMES.get(method) or f"LMNN-{method.split('_')[1]}"
             if "strict_accuracy" in m:
                 gap = (m["objective"] - m["strict_objective"]) / abs(m["strict_objective"])
-                extra = (f"{m['strict_accuracy']:{f}} | {gap:.1e} | {m['evaluations']} "
-                         f"| {m['pairs'] / m['pairs_unscreened']:.2f} |")
+                extra = (
+                    f"{m['strict_accuracy']:{f}} | {gap:.1e} | {m['evaluations']} "
+                    f"| {m['pairs'] / m['pairs_unscreened']:.2f} |"
+                )
             else:
                 extra = "- | - | - | - |"
             lines.append(f"| {name} | {label} | {m['cpu_seconds']:.3f} | {m['accuracy']:{f}} | {extra}")

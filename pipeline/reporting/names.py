@@ -9,21 +9,54 @@ from __future__ import annotations
 from pipeline.runs import parse_ccp_run, parse_profs_run
 
 BASELINES = {
-    "ms": "MS", "proxy_anchor": "ProxyAnchor", "danml": "DANML", "lifted": "Lifted", "anml_lifted": "ANML-Lifted",
-    "npair": "N-pair", "anml_npair": "ANML-N-pair", "softtriple": "SoftTriple-S", "softtriple_l": "SoftTriple-L",
-    "proxy_nca": "ProxyNCA", "proxy_nca_pp": "ProxyNCA++", "c1_xbm": "C1-XBM-S", "c1_xbm_l": "C1-XBM-L",
-    "contrastive_d": "Contrastive (D)", "r_contrastive_d": "R-Contrastive (D)", "triplet_d": "Triplet (D)",
-    "r_triplet_d": "R-Triplet (D)", "triplet_r": "Triplet (R)", "triplet_s": "Triplet (S)", "triplet_h": "Triplet (H)",
-    "margin_d": "Margin (D)", "r_margin_d": "R-Margin (D)", "margin_d_b06": "Margin (D, β=0.6)",
-    "r_margin_d_b06": "R-Margin (D, β=0.6)", "margin_d_spc2": "Margin (D), SPC-2", "margin_d_spc8": "Margin (D), SPC-8",
-    "margin_d_random_class": "Margin (D), random classes", "quadruplet_d": "Quadruplet (D)", "snr_d": "SNR (D)",
-    "r_snr_d": "R-SNR (D)", "angular": "Angular", "arcface": "ArcFace", "genlifted": "GenLifted",
-    "histogram": "Histogram", "softmax": "Softmax",
+    "ms": "MS",
+    "proxy_anchor": "ProxyAnchor",
+    "danml": "DANML",
+    "lifted": "Lifted",
+    "anml_lifted": "ANML-Lifted",
+    "npair": "N-pair",
+    "anml_npair": "ANML-N-pair",
+    "softtriple": "SoftTriple-S",
+    "softtriple_l": "SoftTriple-L",
+    "proxy_nca": "ProxyNCA",
+    "proxy_nca_pp": "ProxyNCA++",
+    "c1_xbm": "C1-XBM-S",
+    "c1_xbm_l": "C1-XBM-L",
+    "contrastive_d": "Contrastive (D)",
+    "r_contrastive_d": "R-Contrastive (D)",
+    "triplet_d": "Triplet (D)",
+    "r_triplet_d": "R-Triplet (D)",
+    "triplet_r": "Triplet (R)",
+    "triplet_s": "Triplet (S)",
+    "triplet_h": "Triplet (H)",
+    "margin_d": "Margin (D)",
+    "r_margin_d": "R-Margin (D)",
+    "margin_d_b06": "Margin (D, β=0.6)",
+    "r_margin_d_b06": "R-Margin (D, β=0.6)",
+    "margin_d_spc2": "Margin (D), SPC-2",
+    "margin_d_spc8": "Margin (D), SPC-8",
+    "margin_d_random_class": "Margin (D), random classes",
+    "quadruplet_d": "Quadruplet (D)",
+    "snr_d": "SNR (D)",
+    "r_snr_d": "R-SNR (D)",
+    "angular": "Angular",
+    "arcface": "ArcFace",
+    "genlifted": "GenLifted",
+    "histogram": "Histogram",
+    "softmax": "Softmax",
 }
 CCP_LOSSES = {"c1": "C1", "c2": "C2", "ms": "MS", "triplet": "Triplet"}
 CCP_VARIANTS = {"batch": "{} (batch)", "loss_proxy": "{}-Loss-Proxy", "ccp": "{}-CCP", "sample_ccp": "{}-CCP (samples)"}
-PROFS_LOSSES = {"contrastive": "Contrastive", "triplet": "Triplet", "margin": "Margin", "ms": "MS", "lifted": "Lifted",
-                "angular": "Angular", "npair": "N-pair", "softtriple": "SoftTriple"}
+PROFS_LOSSES = {
+    "contrastive": "Contrastive",
+    "triplet": "Triplet",
+    "margin": "Margin",
+    "ms": "MS",
+    "lifted": "Lifted",
+    "angular": "Angular",
+    "npair": "N-pair",
+    "softtriple": "SoftTriple",
+}
 PROFS_VARIANTS = {"plain": "{} (plain)", "profs": "{}-PROFS", "profs_hncm": "{}-PROFS-HNCM"}
 
 
@@ -31,8 +64,10 @@ def paper_name(run: str) -> str:
     """The papers' name of run id `run` (the id itself when there is none)."""
     if run in BASELINES:
         return BASELINES[run]
-    for parse, losses, variants in ((parse_ccp_run, CCP_LOSSES, CCP_VARIANTS),
-                                    (parse_profs_run, PROFS_LOSSES, PROFS_VARIANTS)):
+    for parse, losses, variants in (
+        (parse_ccp_run, CCP_LOSSES, CCP_VARIANTS),
+        (parse_profs_run, PROFS_LOSSES, PROFS_VARIANTS),
+    ):
         parsed = parse(run)
         if parsed and parsed[0] in losses:
             return variants[parsed[1]].format(losses[parsed[0]])

@@ -19,7 +19,9 @@ def check_sources(copies: dict[str, list[Path]]) -> None:
     for name, sources in copies.items():
         for source in sources:
             if not source.exists():
-                raise FileNotFoundError(f"{source}: not found (needed for reports/{name}; run the stage that writes it)")
+                raise FileNotFoundError(
+                    f"{source}: not found (needed for reports/{name}; run the stage that writes it)"
+                )
 
 
 def publish(copies: dict[str, list[Path]], out: Path) -> None:

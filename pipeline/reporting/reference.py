@@ -36,8 +36,10 @@ def read_published(path: Path) -> pd.DataFrame:
             bad |= table[col] == ""
         if bad.any():
             row = int(bad.idxmax())
-            raise ReferenceError(f"{path}: row {row + 1} ({table.method[row]}, {table.table[row]}): "
-                                 f"{col} {table[col][row]!r} is not a number")
+            raise ReferenceError(
+                f"{path}: row {row + 1} ({table.method[row]}, {table.table[row]}): "
+                f"{col} {table[col][row]!r} is not a number"
+            )
         table[col] = numbers
     return table[COLUMNS]
 

@@ -29,10 +29,12 @@ def summary_markdown(rows: pd.DataFrame, decimals: int) -> str:
     one, and how far the proxies moved from their K-center positions (first epoch, whole sub-problem)."""
     if rows.empty:
         return "No run with proxies was trained.\n"
-    out = ["| run | models (folds x seeds) | sub-problems per model (median, min-max) | steps per sub-problem "
-           "(median, min-max) | covering radius max: first → last | covering radius mean: first → last "
-           "| proxy shift in the first epoch (mean / max) | proxy shift by the end (mean / max) |",
-           "|---|---|---|---|---|---|---|---|"]
+    out = [
+        "| run | models (folds x seeds) | sub-problems per model (median, min-max) | steps per sub-problem "
+        "(median, min-max) | covering radius max: first → last | covering radius mean: first → last "
+        "| proxy shift in the first epoch (mean / max) | proxy shift by the end (mean / max) |",
+        "|---|---|---|---|---|---|---|---|",
+    ]
     f = f".{decimals + 1}f"
 
     def shift(t, column):
@@ -57,13 +59,20 @@ def detail_markdown(rows: pd.DataFrame, run: str, fold: int, seed: int, decimals
     """Every sub-problem of one run's model (fold, seed)."""
     t = rows[(rows.run == run) & (rows.model == model_name(fold, seed))]
     f = f".{decimals + 1}f"
-    out = [f"### {run}, fold {fold}, seed {seed}\n", "| sub-problem | epochs | steps | lambda | best val MAP@R (%) | "
-           "radius after K-center (max / mean) | radius at the end (max / mean) | proxy shift: first epoch / end "
-           "(mean) |", "|---|---|---|---|---|---|---|---|"]
+    out = [
+        f"### {run}, fold {fold}, seed {seed}\n",
+        "| sub-problem | epochs | steps | lambda | best val MAP@R (%) | "
+        "radius after K-center (max / mean) | radius at the end (max / mean) | proxy shift: first epoch / end "
+        "(mean) |",
+        "|---|---|---|---|---|---|---|---|",
+    ]
     for _, r in t.iterrows():
-        shift = ("-" if pd.isna(r.proxy_shift_mean) else
-                 f"{r.proxy_shift_first_epoch_mean:{f}} / {r.proxy_shift_mean:{f}}")
-        out.append(f"| {r.subproblem} | {r.epochs} | {r.steps} | {r['lambda']:g} | {100 * r.best_val_map_at_r:.{decimals}f} | "
-                   f"{r.initial_radius_max:{f}} / {r.initial_radius_mean:{f}} | "
-                   f"{r.covering_radius_max:{f}} / {r.covering_radius_mean:{f}} | {shift} |")
+        shift = (
+            "-" if pd.isna(r.proxy_shift_mean) else f"{r.proxy_shift_first_epoch_mean:{f}} / {r.proxy_shift_mean:{f}}"
+        )
+        out.append(
+            f"| {r.subproblem} | {r.epochs} | {r.steps} | {r['lambda']:g} | {100 * r.best_val_map_at_r:.{decimals}f} | "
+            f"{r.initial_radius_max:{f}} / {r.initial_radius_mean:{f}} | "
+            f"{r.covering_radius_max:{f}} / {r.covering_radius_mean:{f}} | {shift} |"
+        )
     return "\n".join(out) + "\n"

@@ -30,8 +30,10 @@ def results_frame(metrics: dict[str, dict], recall_at: list[int], embedding_dim:
     rows = []
     for method, m in metrics.items():
         folds, seeds = len(m["folds"]), len(m["seeds"])
-        for protocol, models in ((f"separated-{embedding_dim}D", folds * seeds),
-                                 (f"concatenated-{folds * embedding_dim}D", seeds)):
+        for protocol, models in (
+            (f"separated-{embedding_dim}D", folds * seeds),
+            (f"concatenated-{folds * embedding_dim}D", seeds),
+        ):
             summary = m[protocol.split("-")[0]]
             row = {"method": method, "name": paper_name(method), "protocol": protocol, "models": models}
             for key, _ in metric_columns(recall_at):

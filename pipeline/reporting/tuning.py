@@ -17,7 +17,7 @@ def _range(dim: dict) -> str:
 
 
 def tuning_frame(params: Params, records: list[dict]) -> pd.DataFrame:
-    """One row per run and tuned or inherited key: the written value (params.yaml's, presets applied: what the
+    """One row per run and tuned or inherited key: the written value (params.yaml's: what the
     run trains at without tuning) and the used one, the range, the study's best."""
     written = to_dict(params)
     rows = []
@@ -25,12 +25,21 @@ def tuning_frame(params: Params, records: list[dict]) -> pd.DataFrame:
         best = None if r["best_val_map_at_r"] is None else 100 * r["best_val_map_at_r"]
         for key, value in r["values"].items():
             own = key in r["space"] and r["trials"] > 0
-            rows.append({"run": r["run"], "key": key, "written": dotted(written, key), "used": value,
-                         "range": _range(r["space"][key]) if own else f"from `{r['inherits']}`",
-                         "best_val_map_at_r": best if own else np.nan,
-                         "trials": r["trials"] if own else 0, "best_trial": r.get("best_trial") if own else None})
-    return pd.DataFrame(rows, columns=["run", "key", "written", "used", "range", "best_val_map_at_r", "trials",
-                                       "best_trial"])
+            rows.append(
+                {
+                    "run": r["run"],
+                    "key": key,
+                    "written": dotted(written, key),
+                    "used": value,
+                    "range": _range(r["space"][key]) if own else f"from `{r['inherits']}`",
+                    "best_val_map_at_r": best if own else np.nan,
+                    "trials": r["trials"] if own else 0,
+                    "best_trial": r.get("best_trial") if own else None,
+                }
+            )
+    return pd.DataFrame(
+        rows, columns=["run", "key", "written", "used", "range", "best_val_map_at_r", "trials", "best_trial"]
+    )
 
 
 def tuning_markdown(params: Params, records: list[dict], decimals: int) -> str:
@@ -38,22 +47,30 @@ def tuning_markdown(params: Params, records: list[dict], decimals: int) -> str:
     frame = tuning_frame(params, records)
     untuned = [r["run"] for r in records if not r["values"]]
     if frame.empty:
-        return ("No run was tuned (`tune.trials` is 0 or no run has a space): every run trained at params.yaml's "
-                "values.\n")
-    lines = ["| run | key | params.yaml | tuned (used) | search range | best val MAP@R (%) | trials (best at) |",
-             "|---|---|---|---|---|---|---|"]
+        return (
+            "No run was tuned (`tune.trials` is 0 or no run has a space): every run trained at params.yaml's values.\n"
+        )
+    lines = [
+        "| run | key | params.yaml | tuned (used) | search range | best val MAP@R (%) | trials (best at) |",
+        "|---|---|---|---|---|---|---|",
+    ]
     previous = None
     for row in frame.itertuples():
         first = row.run != previous
         previous = row.run
         score = f"{row.best_val_map_at_r:.{decimals}f}" if np.isfinite(row.best_val_map_at_r) else ""
         trials = f"{row.trials} ({int(row.best_trial)})" if row.trials else ""
-        lines.append(f"| {'`' + row.run + '`' if first else ''} | `{row.key}` | {row.written:.4g} | **{row.used:.4g}** "
-                     f"| {row.range} | {score} | {trials} |")
+        lines.append(
+            f"| {'`' + row.run + '`' if first else ''} | `{row.key}` | {row.written:.4g} | **{row.used:.4g}** "
+            f"| {row.range} | {score} | {trials} |"
+        )
     text = "\n".join(lines) + "\n"
     if untuned:
-        text += ("\nTrained at params.yaml's values (no search space and nothing inherited): "
-                 + ", ".join(f"`{r}`" for r in untuned) + ".\n")
+        text += (
+            "\nTrained at params.yaml's values (no search space and nothing inherited): "
+            + ", ".join(f"`{r}`" for r in untuned)
+            + ".\n"
+        )
     return text
 
 
@@ -63,12 +80,17 @@ def history_figure(records: list[dict], startup_trials: int, path: Path) -> None
     cols = min(4, max(1, len(tuned)))
     rows = max(1, -(-len(tuned) // cols))
     fig, axes = plt.subplots(rows, cols, figsize=(max(8.0, 4.2 * cols), 3.0 * rows), squeeze=False)
-    for ax in axes.flat[len(tuned):]:
+    for ax in axes.flat[len(tuned) :]:
         ax.axis("off")
     if not tuned:
         axes[0][0].axis("off")
-        axes[0][0].text(0.5, 0.5, "no run was tuned (tune.trials = 0):\nevery run trained at params.yaml's values",
-                        ha="center", va="center")
+        axes[0][0].text(
+            0.5,
+            0.5,
+            "no run was tuned (tune.trials = 0):\nevery run trained at params.yaml's values",
+            ha="center",
+            va="center",
+        )
     for ax, r in zip(axes.flat, tuned):
         values = 100 * np.array([t["val_map_at_r"] for t in r["history"]])
         trials = np.arange(len(values))

@@ -1,0 +1,50 @@
+"""What every params section shares: the validated dataclass decorator, the error type and the YAML key names.
+
+Sections are pydantic dataclasses: bounds (``Field(ge=...)``), allowed values (``Literal``), unknown keys
+(``extra="forbid"``) and non-finite floats are pydantic's checks; :mod:`pipeline.config.loader` turns its errors
+into one line naming the key. They stay dataclasses, so ``dataclasses.replace`` derives a validated variant.
+
+``lambda`` is a Python keyword: YAML keys that are keywords map to fields with a trailing underscore
+(``lambda`` -> ``lambda_``).
+"""
+
+from __future__ import annotations
+
+import keyword
+from typing import Any
+
+from pydantic import ConfigDict
+from pydantic.dataclasses import dataclass
+
+from pipeline.errors import PipelineError
+
+STRICT = ConfigDict(extra="forbid", allow_inf_nan=False)
+
+
+def section(cls=None, **kwargs):
+    """A params section: a pydantic dataclass that rejects unknown keys and non-finite floats."""
+    wrap = dataclass(config=STRICT, **kwargs)
+    return wrap if cls is None else wrap(cls)
+
+
+class ParamsError(PipelineError, ValueError):
+    """A params.yaml problem; the message is one line naming the key."""
+
+
+def yaml_key(name: str) -> str:
+    """The YAML key of a schema field (``lambda_`` -> ``lambda``)."""
+    return name[:-1] if name.endswith("_") and keyword.iskeyword(name[:-1]) else name
+
+
+def field_name(key: str) -> str:
+    """The schema field of a YAML key (``lambda`` -> ``lambda_``)."""
+    return key + "_" if keyword.iskeyword(key) else key
+
+
+def rename_keywords(node: Any) -> Any:
+    """Map YAML keys that are Python keywords to their schema field names, recursively."""
+    if isinstance(node, dict):
+        return {field_name(str(k)): rename_keywords(v) for k, v in node.items()}
+    if isinstance(node, list):
+        return [rename_keywords(v) for v in node]
+    return node

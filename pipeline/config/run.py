@@ -1,0 +1,133 @@
+"""What runs and on what: the experiment grid, the data set, the backbone, training and evaluation sections."""
+
+from __future__ import annotations
+
+from dataclasses import field
+from typing import Annotated, Literal, get_args
+
+from pydantic import Field
+
+from pipeline.config.base import section
+
+BenchmarkName = Literal["cub", "cars196", "sop", "inshop"]  # pipeline/data/benchmarks.py
+EmbeddedName = Literal["digit_pairs", "emoji"]  # installed offline
+EmojiSet = Literal[
+    "noto",
+    "noto-v1",
+    "twemoji",
+    "openmoji",
+    "fluent-emoji",
+    "fluent-emoji-flat",
+    "fluent-emoji-high-contrast",
+    "emojione",
+    "emojione-v1",
+    "emojione-monotone",
+    "streamline-emojis",
+]  # pipeline/data/emoji.py EMOJI_SETS
+BENCHMARK_NAMES = list(get_args(BenchmarkName))
+EMOJI_SET_NAMES = list(get_args(EmojiSet))
+PositiveInt = Annotated[int, Field(ge=1)]
+
+
+@section
+class ExperimentConfig:
+    """What the pipeline runs: dvc.yaml's train/evaluate matrices read these lists."""
+
+    methods: list[str] = field(default_factory=lambda: ["ms", "proxy_anchor"])
+    folds: list[int] = field(default_factory=lambda: [0, 1, 2, 3])
+    # replicate seeds: every run trains folds x seeds models (pipeline/runs.py model_ids)
+    seeds: list[Annotated[int, Field(ge=0)]] = Field(default_factory=lambda: [0], min_length=1)
+
+
+@section
+class DataConfig:
+    # digit_pairs: the embedded default; emoji: the real-image default; the real benchmarks (conf/dataset)
+    name: Literal[EmbeddedName, BenchmarkName] = "digit_pairs"
+    # the real data sets' protocol (conf/protocol); none for the embedded sets
+    setting: Literal["none", "mlrc", "conventional"] = "none"
+    # real data sets: a folder with the data set's files (archives or extracted), or its single archive;
+    # "" = download into download_dir (from mirror/<file name> when a mirror is given)
+    source: str = ""
+    download_dir: str = "data/downloads"
+    mirror: str = ""
+    # digit pairs: images drawn per class (each image = two real digit images side by side)
+    images_per_class: int = Field(40, ge=2)
+    # fraction of each digit's instances reserved for training-class images (rest: test classes)
+    train_instance_fraction: float = Field(0.5, gt=0.0, lt=1.0)
+    # number of classes of the digit-pair set (at most 100 ordered pairs)
+    num_classes: int = Field(100, ge=4, le=100)
+    # emoji: the Iconify emoji sets drawn (one image per set per class), the number of them that must hold
+    # an emoji for it to be a class, and the rendered image side in pixels
+    emoji_sets: list[EmojiSet] = field(default_factory=lambda: list(EMOJI_SET_NAMES))
+    emoji_min_sets: int = Field(8, ge=2)
+    render_size: int = Field(224, ge=16)
+
+
+@section
+class BackboneConfig:
+    # "pixels": raw intensities (no weights, the embedded default); "tiny_cnn": small CNN for finetune
+    # mode; "bn_inception"; a torchvision ResNet ("resnet50", ...) or a model with a `features` trunk.
+    name: str = "pixels"
+    # "" = random initialisation; "imagenet" = the published ImageNet weights (downloaded into
+    # data.download_dir, checksum and keys verified); or a local weights file
+    weights: str = ""
+    # CNN backbones: final image side (crop); resize: shorter side before the centre crop (0: resize to input_size)
+    input_size: int = Field(32, ge=8)
+    resize: int = Field(0, ge=0)
+    channels: Literal[1, 3] = 3
+    # rgb: [0, 1] RGB then (x - mean) / std; bgr255: BGR in [0, 255] minus mean, std 1 (BN-Inception's Caffe weights)
+    input_space: Literal["rgb", "bgr255"] = "rgb"
+    mean: list[float] = field(default_factory=lambda: [0.485, 0.456, 0.406])
+    std: list[float] = field(default_factory=lambda: [0.229, 0.224, 0.225])
+    # finetune-mode training augmentation: shift (pad by train.augment_pad, random crop back) or
+    # random_resized_crop (scale crop_scale, aspect 3/4-4/3) to input_size; flip: random horizontal flip
+    augment: Literal["shift", "random_resized_crop"] = "shift"
+    crop_scale: list[float] = field(default_factory=lambda: [0.16, 1.0])
+    flip: bool = False
+    # global pooling of the last feature map: avg (GAP), max (GMP), avg_plus_max (GAP + GMP, same width),
+    # avg_cat_max (concatenated, twice the width)
+    pooling: Literal["avg", "max", "avg_plus_max", "avg_cat_max"] = "avg"
+    # BatchNorm layers of the backbone kept in eval mode with frozen affine parameters (MLRC, CCP)
+    freeze_bn: bool = False
+    embed_batch_size: int = Field(256, ge=1)
+
+
+@section
+class TrainConfig:
+    mode: Literal["frozen", "finetune"] = "frozen"
+    device: Literal["auto", "cpu", "cuda"] = "auto"
+    embedding_dim: int = Field(64, ge=2)
+    # hidden width of the embedding head (0 = a single linear layer, as MLRC's embedder)
+    head_hidden: int = Field(0, ge=0)
+    optimizer: Literal["adam", "rmsprop", "sgd"] = "adam"
+    lr: float = Field(1e-3, gt=0.0)
+    weight_decay: float = Field(1e-4, ge=0.0)
+    momentum: float = Field(0.9, ge=0.0, lt=1.0)
+    classes_per_batch: int = Field(8, ge=2)
+    images_per_class: int = Field(4, ge=2)
+    steps_per_epoch: int = Field(50, ge=1)
+    max_epochs: int = Field(60, ge=1)
+    patience: int = Field(8, ge=1)
+    # minimum improvement of validation MAP@R that resets the patience counter
+    min_delta: float = Field(1e-5, ge=0.0)
+    grad_clip_norm: float = Field(10.0, ge=0.0)
+    # finetune-mode augmentation: random crop after zero padding, horizontal flip off for digits
+    augment_pad: int = Field(2, ge=0)
+    num_workers: int = Field(0, ge=0)
+    # finetune mode on CUDA: autocast precision (fp32 = none, fp16 with gradient scaling, bf16)
+    amp: Literal["fp32", "fp16", "bf16"] = "fp32"  # not "off": YAML 1.1 reads that as false
+    # the train stages' command (dvc.yaml): python, or torchrun --standalone --nproc_per_node=N for DDP
+    launcher: str = "python"
+    # a stage's independent jobs (folds, ablation grid points) run in this many processes (pipeline/parallel.py)
+    workers: int = Field(1, ge=1)
+    threads_per_worker: int = Field(1, ge=1)
+
+
+@section
+class EvalConfig:
+    recall_at: list[PositiveInt] = field(default_factory=lambda: [1, 2, 4, 8])
+    # queries per faiss search call (bounds memory on SOP-size test sets)
+    query_chunk: int = Field(4096, ge=1)
+    kmeans_niter: int = Field(20, ge=1)
+    kmeans_restarts: int = Field(1, ge=1)
+    workers: int = Field(1, ge=1)  # runs evaluated in this many processes

@@ -1,0 +1,137 @@
+"""The report's inputs: every cached result it reads (checked before anything is written), what it publishes
+beside its tables, and the lines that say what was run."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pandas as pd
+
+from pipeline import ablation
+from pipeline.config import ParamsError
+from pipeline.io import read_json
+from pipeline.reporting import budgets, comparison
+from pipeline.reporting.reference import paper_dataset, read_published
+from pipeline.reporting.subproblems import read_subproblems
+from pipeline.runs import (
+    all_runs,
+    alternating_ccp_runs,
+    ccp_runs,
+    model_ids,
+    parse_ccp_run,
+    run_train_config,
+)
+from pipeline.tuning import tuning_order
+
+
+def _need(path: Path, what: str, hint: str) -> Path:
+    if not path.is_file():
+        raise FileNotFoundError(f"{path}: {what} not found ({hint})")
+    return path
+
+
+def load(params, args) -> dict:
+    """Every input of the report, or a FileNotFoundError naming the first one missing."""
+    runs = all_runs(params)
+    missing = [r for r in params.report.spectrum_runs if r not in runs]
+    if missing:
+        raise ParamsError(
+            f"{Path(args.params).name}: report.spectrum_runs: {', '.join(missing)} not among the "
+            f"trained runs ({', '.join(runs)})"
+        )
+    proxy_runs = [r for r in ccp_runs(params) if parse_ccp_run(r)[1] != "batch"]
+    metrics = {r: read_json(_need(Path(args.metrics) / f"{r}.json", "metrics", "run the evaluate stage")) for r in runs}
+    per_class = {
+        r: pd.read_csv(
+            _need(Path(args.per_class) / f"{r}.csv", "per-class scores", "run the evaluate stage"), index_col="class"
+        )
+        for r in runs
+    }
+    subproblems = read_subproblems(Path(args.subproblems), proxy_runs, model_ids(params))
+    alternating = alternating_ccp_runs(params)
+    logs = budgets.read_logs(Path(args.train_logs), runs, model_ids(params))
+    patience = {r: run_train_config(params, r).patience for r in runs}
+    return {
+        "metrics": metrics,
+        "per_class": per_class,
+        "logs": logs,
+        "patience": patience,
+        "max_epochs": {r: run_train_config(params, r).max_epochs for r in runs},
+        "budgets": budgets.per_model(logs, patience, params.train.min_delta),
+        "map_at_r": comparison.measured(metrics, [("separated:map_at_r", "MAP@R")]).set_index("run"),
+        "spectral_decay": {r: metrics[r]["separated"]["mean"]["spectral_decay"] for r in params.report.spectrum_runs},
+        "spectra": {
+            r: pd.read_csv(_need(Path(args.spectra) / f"{r}.csv", "spectrum", "run the evaluate stage"))
+            for r in params.report.spectrum_runs
+        },
+        "subproblems": subproblems,  # Loss-Proxy and the alternating runs
+        "alternating_runs": alternating,
+        "alternating_rows": subproblems[subproblems.run.isin(alternating)] if len(subproblems) else subproblems,
+        "ablations": {
+            s: pd.read_csv(_need(Path(args.ablations) / f"{s}.csv", "ablation table", f"run ablation@{s}"))
+            for s in ablation.STUDIES
+        },
+        "lanml": [
+            read_json(_need(Path(args.lanml) / f"{d}.json", "LANML results", f"run lanml@{d}"))
+            for d in params.lanml.datasets
+        ],
+        "poc": read_json(_need(Path(args.poc), "proof-of-concept results", "run the poc stage")),
+        "info": read_json(_need(Path(args.features) / "info.json", "feature cache info", "run the embed stage")),
+        "tuning": [
+            read_json(_need(Path(args.tuning) / f"{r}.json", "tuning record", "run the tune stage"))
+            for r in tuning_order(params)
+        ],
+        "published": read_published(Path(args.reference)),
+    }
+
+
+def context_lines(params, inputs) -> str:
+    first = next(iter(inputs["metrics"].values()))
+    dataset = paper_dataset(params.data.name)
+    embedded = {
+        "digit_pairs": "the embedded default, made from scikit-learn's bundled digits",
+        "emoji": "the real-image default: emoji drawn by different artists' sets, an SOP-shaped stand-in",
+    }
+    where = (
+        f"**{params.data.name}** (the {dataset} benchmark)"
+        if dataset
+        else f"**{params.data.name}** ({embedded[params.data.name]}; these numbers "
+        "are not a reproduction of CUB / Cars196 / SOP / In-shop results)"
+    )
+    return (
+        f"- data set: {where}\n"
+        f"- test set: {first['num_test_images']} images of {first['num_test_classes']} unseen classes\n"
+        f"- backbone: {inputs['info']['description']}\n"
+        f"- training mode: {params.train.mode}, embedding {params.train.embedding_dim}-D, "
+        f"{len(params.experiment.folds)} MLRC folds x {len(params.experiment.seeds)} replicate seeds "
+        f"({', '.join(map(str, params.experiment.seeds))})\n"
+        f"- hyperparameters: {_tuned_line(inputs['tuning'])}\n"
+    )
+
+
+def _tuned_line(records: list[dict]) -> str:
+    tuned = [r["run"] for r in records if r["trials"]]
+    if not tuned:
+        return "as written in params.yaml (`tune.trials` 0; no run was tuned)"
+    return (
+        f"tuned on the validation folds, never the test classes ({len(tuned)} studies of "
+        f"{max(r['trials'] for r in records)} trials; the values each run trained at: [tuning.md](tuning.md))"
+    )
+
+
+def published(params, args) -> dict[str, list[Path]]:
+    """What the report copies into reports/: name -> sources (pipeline/reporting/publish.py)."""
+    runs, ccp = all_runs(params), ccp_runs(params)
+    return {
+        "train_logs": [Path(args.train_logs) / r for r in runs],
+        "subproblems": [Path(args.subproblems) / r for r in ccp],
+        "metrics": [Path(args.metrics) / f"{r}.json" for r in runs],
+        "spectra": [Path(args.spectra) / f"{r}.csv" for r in runs],
+        "per_class": [Path(args.per_class) / f"{r}.csv" for r in runs],
+        "headline_metrics.json": [Path(args.headline)],
+        "ablations": [Path(args.ablations) / f"{s}.csv" for s in ablation.STUDIES],
+        "lanml": [Path(args.lanml) / f"{d}.json" for d in params.lanml.datasets],
+        "tuned": sorted(Path(args.tuned).glob("*.json")),
+        "tuning": sorted(Path(args.tuning).glob("*.json")),
+        "pictures": [Path(args.pictures) / "retrieval", Path(args.pictures) / "maps"],
+    }

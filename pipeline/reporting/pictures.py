@@ -1,0 +1,148 @@
+"""What a model retrieves, as pictures: a query / top-k grid and a 2-D map of the test embeddings, per run.
+
+Both use one model per run, the first fold and the first seed (``fold-0-seed-<experiment.seeds[0]>``), and the
+same test images for every run, so the pictures of two runs compare like with like:
+- the queries are the first test image (manifest order) of each of `queries` test classes drawn with the
+  params' seed; their neighbours come from the same exact kNN as the metrics (pipeline/evaluation/knn.py);
+- the map is t-SNE (scikit-learn, seeded, one thread: the same points on every machine with the pinned
+  numerics) of every test image of `map_classes` classes drawn with the seed, each class one colour.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt  # noqa: E402
+import numpy as np  # noqa: E402
+from PIL import Image  # noqa: E402
+
+from pipeline.evaluation.knn import nearest_neighbours  # noqa: E402
+from pipeline.reporting.figures import save  # noqa: E402
+
+RIGHT, WRONG = "#1a9850", "#d73027"
+
+
+def drawn_classes(labels: np.ndarray, count: int, seed: int) -> np.ndarray:
+    """`count` of the test classes (all when fewer), drawn with `seed`, in sorted order."""
+    classes = np.unique(labels)
+    rng = np.random.default_rng(seed)
+    return np.sort(rng.choice(classes, size=min(count, len(classes)), replace=False))
+
+
+def query_rows(labels: np.ndarray, count: int, seed: int) -> np.ndarray:
+    """The fixed queries: the first row of each drawn class."""
+    return np.array([int(np.flatnonzero(labels == c)[0]) for c in drawn_classes(labels, count, seed)])
+
+
+def retrieved(embeddings: np.ndarray, labels: np.ndarray, queries: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
+    """The top-k neighbours of each query (rows of the test set, the query itself excluded) and whether each
+    shares the query's class."""
+    k = min(k, len(labels) - 1)
+    neighbours, _ = nearest_neighbours(embeddings, k)
+    top = neighbours[queries]
+    return top, labels[top] == labels[queries][:, None]
+
+
+def _thumbnail(path: Path, side: int = 96) -> np.ndarray:
+    with Image.open(path) as image:
+        image = image.convert("RGBA")
+        canvas = Image.new("RGBA", image.size, (255, 255, 255, 255))
+        canvas.alpha_composite(image)
+        return np.asarray(canvas.convert("RGB").resize((side, side), Image.Resampling.LANCZOS))
+
+
+def retrieval_figure(
+    title: str,
+    images: list[Path],
+    labels: np.ndarray,
+    names: dict[int, str],
+    queries: np.ndarray,
+    top: np.ndarray,
+    right: np.ndarray,
+    path: Path,
+) -> None:
+    """One row per query: the query, then its neighbours framed green (same class) or red (another class)."""
+    rows, k = top.shape
+    fig, axes = plt.subplots(rows, k + 1, figsize=(1.45 * (k + 1), 1.6 * rows), squeeze=False)
+    for r, q in enumerate(queries):
+        cells = [(q, None)] + [(int(n), bool(ok)) for n, ok in zip(top[r], right[r])]
+        for c, (row, ok) in enumerate(cells):
+            ax = axes[r, c]
+            ax.imshow(_thumbnail(images[row]))
+            ax.set_xticks([])
+            ax.set_yticks([])
+            colour = "black" if ok is None else (RIGHT if ok else WRONG)
+            for spine in ax.spines.values():
+                spine.set_edgecolor(colour)
+                spine.set_linewidth(1.5 if ok is None else 4)
+            text = names.get(int(labels[row]), str(labels[row]))
+            ax.set_title(("query: " if ok is None else ("" if ok else "✗ ")) + text[:18], fontsize=7, color=colour)
+    fig.suptitle(
+        f"{title}: top-{k} of {rows} fixed test queries (green: same class, red: another class; "
+        f"{int(right.sum())} of {right.size} right)",
+        fontsize=9,
+    )
+    save(fig, path, rect=(0, 0, 1, 0.96))
+
+
+def embedding_map(
+    embeddings: np.ndarray, labels: np.ndarray, classes: np.ndarray, seed: int
+) -> tuple[np.ndarray, np.ndarray]:
+    """2-D t-SNE coordinates of every test image of `classes`, and their labels."""
+    from sklearn.manifold import TSNE
+
+    rows = np.flatnonzero(np.isin(labels, classes))
+    x = embeddings[rows].astype(np.float64)
+    perplexity = float(min(30.0, (len(rows) - 1) / 3))
+    tsne = TSNE(n_components=2, perplexity=perplexity, init="pca", random_state=seed, n_jobs=1)
+    return tsne.fit_transform(x), labels[rows]
+
+
+def map_figure(title: str, points: np.ndarray, labels: np.ndarray, names: dict[int, str], path: Path) -> None:
+    """The t-SNE map, one colour and one legend entry per class."""
+    classes = np.unique(labels)
+    cmap = plt.get_cmap("tab20" if len(classes) > 10 else "tab10")
+    fig, ax = plt.subplots(figsize=(7.5, 5.5))
+    for i, c in enumerate(classes):
+        at = labels == c
+        ax.scatter(points[at, 0], points[at, 1], s=18, color=cmap(i % cmap.N), label=names.get(int(c), str(c))[:22])
+    ax.set_xticks([])
+    ax.set_yticks([])
+    ax.legend(loc="center left", bbox_to_anchor=(1.0, 0.5), fontsize=7, frameon=False)
+    ax.set_title(f"{title}: t-SNE of the test embeddings of {len(classes)} classes ({len(labels)} images)", fontsize=9)
+    save(fig, path)
+
+
+def class_names(prepared: Path) -> dict[int, str]:
+    """Readable class names from the prepared data's classes.csv (emoji names, digit pairs), else none."""
+    import pandas as pd
+
+    path = Path(prepared) / "classes.csv"
+    if not path.is_file():
+        return {}
+    table = pd.read_csv(path)
+    if "name" in table:
+        return dict(zip(table["label"], table["name"].astype(str)))
+    if {"left_digit", "right_digit"} <= set(table.columns):
+        return {int(r.label): f"digits {r.left_digit}{r.right_digit}" for r in table.itertuples()}
+    return {}
+
+
+def run_pictures(job: tuple) -> None:
+    """Both pictures of one run: job = (name, title, embeddings file, test image paths, class names, out folder,
+    queries, neighbours k, map classes, seed)."""
+    from pipeline.io import read_npz
+
+    name, title, file, images, names, out, queries, k, map_classes, seed = job
+    z = read_npz(file, ("embeddings", "labels"), f"run the train stage of {name} again")
+    x, labels = z["embeddings"], z["labels"]
+    if len(images) != len(labels):
+        raise ValueError(f"{file}: {len(labels)} test embeddings for {len(images)} test images of the manifest")
+    rows = query_rows(labels, queries, seed)
+    top, right = retrieved(x, labels, rows, k)
+    retrieval_figure(title, images, labels, names, rows, top, right, Path(out) / "retrieval" / f"{name}.png")
+    points, point_labels = embedding_map(x, labels, drawn_classes(labels, map_classes, seed + 1), seed)
+    map_figure(title, points, point_labels, names, Path(out) / "maps" / f"{name}.png")

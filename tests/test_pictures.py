@@ -1,0 +1,57 @@
+"""The pictures stage's pieces: fixed queries, their neighbours marked right or wrong, and seeded figures."""
+
+import numpy as np
+from PIL import Image
+
+from pipeline.reporting import pictures
+
+
+def _images(tmp_path, n):
+    paths = []
+    for i in range(n):
+        path = tmp_path / f"{i}.png"
+        Image.new("RGBA", (20, 12), (10 * i % 255, 0, 0, 128)).save(path)
+        paths.append(path)
+    return paths
+
+
+def test_queries_are_the_first_image_of_classes_drawn_by_seed():
+    labels = np.array([3, 1, 3, 2, 1, 2, 0, 0])
+    rows = pictures.query_rows(labels, 2, seed=0)
+    assert list(rows) == list(pictures.query_rows(labels, 2, seed=0))  # fixed: the same for every run
+    drawn = pictures.drawn_classes(labels, 2, seed=0)
+    assert list(labels[rows]) == list(drawn) and all(r == np.flatnonzero(labels == labels[r])[0] for r in rows)
+    assert list(pictures.drawn_classes(labels, 10, seed=0)) == [0, 1, 2, 3]  # all when fewer
+
+
+def test_neighbours_exclude_the_query_and_are_marked_by_class():
+    # two tight classes far apart, and one item of class 1 placed inside class 0
+    x = np.array([[0, 0], [0, 0.1], [0.1, 0], [10, 10], [10, 10.1], [0.05, 0.05]], dtype=np.float32)
+    labels = np.array([0, 0, 0, 1, 1, 1])
+    top, right = pictures.retrieved(x, labels, np.array([0, 3]), k=3)
+    assert 0 not in top[0] and 3 not in top[1]
+    assert set(top[0]) == {1, 2, 5} and list(right[0][top[0] == 5]) == [False]
+    assert right[0].sum() == 2 and top[1][0] == 4 and right[1][0]
+
+
+def test_figures_are_written_and_the_same_bytes_twice(tmp_path):
+    rng = np.random.default_rng(0)
+    labels = np.repeat(np.arange(6), 8)
+    x = (rng.normal(size=(48, 8)) + 4 * np.eye(8)[labels % 8]).astype(np.float32)
+    file = tmp_path / "test_embeddings.npz"
+    np.savez(file, embeddings=x, labels=labels)
+    images = _images(tmp_path, 48)
+    names = {i: f"class {i}" for i in range(6)}
+    for out in ("a", "b"):
+        pictures.run_pictures(("ms", "MS (ms)", file, images, names, str(tmp_path / out), 3, 4, 4, 0))
+    for kind in ("retrieval", "maps"):
+        a, b = (tmp_path / out / kind / "ms.png" for out in ("a", "b"))
+        assert a.stat().st_size > 5_000 and a.read_bytes() == b.read_bytes()
+
+
+def test_class_names_from_the_prepared_data(tmp_path):
+    (tmp_path / "classes.csv").write_text("label,left_digit,right_digit\n0,6,8\n1,2,9\n")
+    assert pictures.class_names(tmp_path) == {0: "digits 68", 1: "digits 29"}
+    (tmp_path / "classes.csv").write_text("label,name,sets\n0,card-index,noto\n")
+    assert pictures.class_names(tmp_path) == {0: "card-index"}
+    assert pictures.class_names(tmp_path / "none") == {}
