@@ -184,10 +184,13 @@ def test_ccp_lambda_changes_only_ccp_rows_and_figures(repo):
 
 
 def test_exp_run_reruns_only_the_changed_method(repo):
+    """Every `-S` composes from conf/: the lambda of the experiment before is back at conf/'s value, so C2-CCP
+    comes back from the run cache (not retrained) and only the uncached poc reruns beside train@ms."""
     out = sh(DVC + ["exp", "run", "-S", "baselines.ms.loss.alpha=3.0"], repo)
-    assert stages_run(out) == {"tune", "train@ms", "evaluate", "pictures", "report"}
+    assert stages_run(out) == {"tune", "train@ms", "evaluate", "pictures", "report", "poc"}
+    assert "Stage 'train_ccp@c2-ccp' is cached" in out
     params = yaml.safe_load((repo / "params.yaml").read_text())
-    assert params["baselines"]["ms"]["loss"]["alpha"] == 3.0
+    assert params["baselines"]["ms"]["loss"]["alpha"] == 3.0 and params["ccp"]["lambda"] == 0.0002
     shown = sh(DVC + ["exp", "show", "--csv"], repo)
     assert "baselines.ms.loss.alpha" in shown and "map_at_r" in shown and "val_map_at_r" in shown
 
