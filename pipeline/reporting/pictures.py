@@ -10,6 +10,7 @@ same test images for every run, so the pictures of two runs compare like with li
 
 from __future__ import annotations
 
+import io
 from pathlib import Path
 
 import matplotlib
@@ -20,7 +21,7 @@ import numpy as np  # noqa: E402
 from PIL import Image  # noqa: E402
 
 from pipeline.evaluation.knn import nearest_neighbours  # noqa: E402
-from pipeline.reporting.figures import save  # noqa: E402
+from pipeline.io import atomic_path  # noqa: E402
 
 RIGHT, WRONG = "#1a9850", "#d73027"
 
@@ -46,12 +47,28 @@ def retrieved(embeddings: np.ndarray, labels: np.ndarray, queries: np.ndarray, k
     return top, labels[top] == labels[queries][:, None]
 
 
-def _thumbnail(path: Path, side: int = 96) -> np.ndarray:
+def save_small(fig, path: Path, rect=(0, 0, 1, 1), colors: int = 96) -> None:
+    """Lay out, render at 100 dpi and write a palette PNG of `colors` colours (median cut, no dithering: the same
+    bytes on every machine), a fraction of a full-colour PNG's size in git; close the figure."""
+    fig.tight_layout(rect=rect)
+    buffer = io.BytesIO()
+    fig.savefig(buffer, dpi=100, format="png")
+    plt.close(fig)
+    with Image.open(buffer) as image:
+        small = image.convert("RGB").quantize(colors=colors, method=Image.Quantize.MEDIANCUT, dither=Image.Dither.NONE)
+    with atomic_path(path) as tmp:
+        small.save(tmp, format="PNG", optimize=True)
+
+
+def _thumbnail(path: Path, side: int = 64) -> np.ndarray:
     with Image.open(path) as image:
         image = image.convert("RGBA")
         canvas = Image.new("RGBA", image.size, (255, 255, 255, 255))
         canvas.alpha_composite(image)
-        return np.asarray(canvas.convert("RGB").resize((side, side), Image.Resampling.LANCZOS))
+        rgb = canvas.convert("RGB")
+        if max(rgb.size) > side:  # shrink large images; small ones (digit pairs) keep their pixels
+            rgb = rgb.resize((side, side), Image.Resampling.LANCZOS)
+        return np.asarray(rgb)
 
 
 def retrieval_figure(
@@ -66,12 +83,12 @@ def retrieval_figure(
 ) -> None:
     """One row per query: the query, then its neighbours framed green (same class) or red (another class)."""
     rows, k = top.shape
-    fig, axes = plt.subplots(rows, k + 1, figsize=(1.45 * (k + 1), 1.6 * rows), squeeze=False)
+    fig, axes = plt.subplots(rows, k + 1, figsize=(1.15 * (k + 1), 1.3 * rows), squeeze=False)
     for r, q in enumerate(queries):
         cells = [(q, None)] + [(int(n), bool(ok)) for n, ok in zip(top[r], right[r])]
         for c, (row, ok) in enumerate(cells):
             ax = axes[r, c]
-            ax.imshow(_thumbnail(images[row]))
+            ax.imshow(_thumbnail(images[row]), interpolation="nearest", aspect="auto")
             ax.set_xticks([])
             ax.set_yticks([])
             colour = "black" if ok is None else (RIGHT if ok else WRONG)
@@ -79,13 +96,13 @@ def retrieval_figure(
                 spine.set_edgecolor(colour)
                 spine.set_linewidth(1.5 if ok is None else 4)
             text = names.get(int(labels[row]), str(labels[row]))
-            ax.set_title(("query: " if ok is None else ("" if ok else "✗ ")) + text[:18], fontsize=7, color=colour)
+            ax.set_title(("query: " if ok is None else ("" if ok else "✗ ")) + text[:16], fontsize=6, color=colour)
     fig.suptitle(
-        f"{title}: top-{k} of {rows} fixed test queries (green: same class, red: another class; "
+        f"{title}: top-{k} of {rows} fixed test queries\n(green: same class, red: another class; "
         f"{int(right.sum())} of {right.size} right)",
         fontsize=9,
     )
-    save(fig, path, rect=(0, 0, 1, 0.96))
+    save_small(fig, path, rect=(0, 0, 1, 0.96))
 
 
 def embedding_map(
@@ -105,7 +122,7 @@ def map_figure(title: str, points: np.ndarray, labels: np.ndarray, names: dict[i
     """The t-SNE map, one colour and one legend entry per class."""
     classes = np.unique(labels)
     cmap = plt.get_cmap("tab20" if len(classes) > 10 else "tab10")
-    fig, ax = plt.subplots(figsize=(7.5, 5.5))
+    fig, ax = plt.subplots(figsize=(7, 5))
     for i, c in enumerate(classes):
         at = labels == c
         ax.scatter(points[at, 0], points[at, 1], s=18, color=cmap(i % cmap.N), label=names.get(int(c), str(c))[:22])
@@ -113,7 +130,7 @@ def map_figure(title: str, points: np.ndarray, labels: np.ndarray, names: dict[i
     ax.set_yticks([])
     ax.legend(loc="center left", bbox_to_anchor=(1.0, 0.5), fontsize=7, frameon=False)
     ax.set_title(f"{title}: t-SNE of the test embeddings of {len(classes)} classes ({len(labels)} images)", fontsize=9)
-    save(fig, path)
+    save_small(fig, path)
 
 
 def class_names(prepared: Path) -> dict[int, str]:
