@@ -34,6 +34,18 @@ def test_neighbours_exclude_the_query_and_are_marked_by_class():
     assert right[0].sum() == 2 and top[1][0] == 4 and right[1][0]
 
 
+def test_a_query_gallery_split_retrieves_from_the_gallery_only():
+    """In-shop's split: queries come from the query rows and their neighbours from the gallery, as the metrics rank."""
+    x = np.array([[0, 0], [0, 0.01], [0, 0.2], [5, 5], [5, 5.01], [5, 5.3]], dtype=np.float32)
+    labels = np.array([0, 0, 0, 1, 1, 1])
+    query = np.array([True, True, False, True, False, False])
+    rows = pictures.query_rows(labels, 2, seed=0, candidates=query)
+    assert list(rows) == [0, 3]
+    top, right = pictures.retrieved(x, labels, rows, k=2, gallery=~query)
+    assert [list(t) for t in top] == [[2, 4], [4, 5]]  # row 1, the nearest to row 0, is a query: not in the gallery
+    assert [list(r) for r in right] == [[True, False], [True, True]]
+
+
 def test_figures_are_written_and_the_same_bytes_twice(tmp_path):
     rng = np.random.default_rng(0)
     labels = np.repeat(np.arange(6), 8)

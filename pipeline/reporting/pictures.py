@@ -33,17 +33,24 @@ def drawn_classes(labels: np.ndarray, count: int, seed: int) -> np.ndarray:
     return np.sort(rng.choice(classes, size=min(count, len(classes)), replace=False))
 
 
-def query_rows(labels: np.ndarray, count: int, seed: int) -> np.ndarray:
-    """The fixed queries: the first row of each drawn class."""
-    return np.array([int(np.flatnonzero(labels == c)[0]) for c in drawn_classes(labels, count, seed)])
+def query_rows(labels: np.ndarray, count: int, seed: int, candidates: np.ndarray | None = None) -> np.ndarray:
+    """The fixed queries: the first row of each drawn class, among the `candidates` rows (a mask; all by default)."""
+    pool = np.arange(len(labels)) if candidates is None else np.flatnonzero(candidates)
+    return np.array([int(pool[labels[pool] == c][0]) for c in drawn_classes(labels[pool], count, seed)])
 
 
-def retrieved(embeddings: np.ndarray, labels: np.ndarray, queries: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
-    """The top-k neighbours of each query (rows of the test set, the query itself excluded) and whether each
-    shares the query's class."""
-    k = min(k, len(labels) - 1)
-    neighbours, _ = nearest_neighbours(embeddings, k)
-    top = neighbours[queries]
+def retrieved(
+    embeddings: np.ndarray, labels: np.ndarray, queries: np.ndarray, k: int, gallery: np.ndarray | None = None
+) -> tuple[np.ndarray, np.ndarray]:
+    """The top-k neighbours of each query and whether each shares the query's class: among the other test rows,
+    or, with a `gallery` mask (In-shop's query / gallery split, as the metrics rank it), among the gallery rows."""
+    if gallery is None:
+        neighbours, _ = nearest_neighbours(embeddings, min(k, len(labels) - 1))
+        top = neighbours[queries]
+    else:
+        rows = np.flatnonzero(gallery)
+        found, _ = nearest_neighbours(embeddings[rows], min(k, len(rows)), queries=embeddings[queries])
+        top = rows[found]
     return top, labels[top] == labels[queries][:, None]
 
 
@@ -158,8 +165,10 @@ def run_pictures(job: tuple) -> None:
     x, labels = z["embeddings"], z["labels"]
     if len(images) != len(labels):
         raise ValueError(f"{file}: {len(labels)} test embeddings for {len(images)} test images of the manifest")
-    rows = query_rows(labels, queries, seed)
-    top, right = retrieved(x, labels, rows, k)
+    query = z.get("query")
+    split = query is not None and bool(query.any())  # In-shop: queries ranked against the gallery
+    rows = query_rows(labels, queries, seed, query if split else None)
+    top, right = retrieved(x, labels, rows, k, ~query if split else None)
     retrieval_figure(title, images, labels, names, rows, top, right, Path(out) / "retrieval" / f"{name}.png")
     points, point_labels = embedding_map(x, labels, drawn_classes(labels, map_classes, seed + 1), seed)
     map_figure(title, points, point_labels, names, Path(out) / "maps" / f"{name}.png")
