@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import io
 from pathlib import Path
 
 import matplotlib
 
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
+from PIL import Image  # noqa: E402
 
 from pipeline.io import atomic_path  # noqa: E402
 
@@ -46,11 +48,24 @@ def poc_figure(runs: dict[str, dict], path: Path) -> None:
     save(fig, path, rect=(0, 0.1, 1, 0.93))
 
 
-def save(fig, path: Path, rect=(0, 0, 1, 1)) -> None:
-    """Lay out (within `rect` of the figure), write the PNG under a temporary name, rename, close."""
+def save(fig, path: Path, rect=(0, 0, 1, 1), dpi: int = 110, colors: int | None = None) -> None:
+    """Lay out (within `rect` of the figure), write the PNG under a temporary name, rename, close.
+
+    With `colors`, a palette PNG of that many colours (median cut, no dithering: the same bytes on every
+    machine), a fraction of a full-colour PNG's size in git (the pictures of pipeline/reporting/pictures.py).
+    """
     fig.tight_layout(rect=rect)
-    with atomic_path(path) as tmp:
-        fig.savefig(tmp, dpi=110, format="png")
+    if colors is None:
+        with atomic_path(path) as tmp:
+            fig.savefig(tmp, dpi=dpi, format="png")
+    else:
+        buffer = io.BytesIO()
+        fig.savefig(buffer, dpi=dpi, format="png")
+        with Image.open(buffer) as image:
+            rgb = image.convert("RGB")
+            small = rgb.quantize(colors=colors, method=Image.Quantize.MEDIANCUT, dither=Image.Dither.NONE)
+        with atomic_path(path) as tmp:
+            small.save(tmp, format="PNG", optimize=True)
     plt.close(fig)
 
 

@@ -10,7 +10,6 @@ same test images for every run, so the pictures of two runs compare like with li
 
 from __future__ import annotations
 
-import io
 from pathlib import Path
 
 import matplotlib
@@ -21,9 +20,10 @@ import numpy as np  # noqa: E402
 from PIL import Image  # noqa: E402
 
 from pipeline.evaluation.knn import nearest_neighbours  # noqa: E402
-from pipeline.io import atomic_path  # noqa: E402
+from pipeline.reporting.figures import save  # noqa: E402
 
 RIGHT, WRONG = "#1a9850", "#d73027"
+PICTURE_DPI, PICTURE_COLORS = 100, 96  # palette PNGs: small in git, the same bytes everywhere
 
 
 def drawn_classes(labels: np.ndarray, count: int, seed: int) -> np.ndarray:
@@ -52,19 +52,6 @@ def retrieved(
         found, _ = nearest_neighbours(embeddings[rows], min(k, len(rows)), queries=embeddings[queries])
         top = rows[found]
     return top, labels[top] == labels[queries][:, None]
-
-
-def save_small(fig, path: Path, rect=(0, 0, 1, 1), colors: int = 96) -> None:
-    """Lay out, render at 100 dpi and write a palette PNG of `colors` colours (median cut, no dithering: the same
-    bytes on every machine), a fraction of a full-colour PNG's size in git; close the figure."""
-    fig.tight_layout(rect=rect)
-    buffer = io.BytesIO()
-    fig.savefig(buffer, dpi=100, format="png")
-    plt.close(fig)
-    with Image.open(buffer) as image:
-        small = image.convert("RGB").quantize(colors=colors, method=Image.Quantize.MEDIANCUT, dither=Image.Dither.NONE)
-    with atomic_path(path) as tmp:
-        small.save(tmp, format="PNG", optimize=True)
 
 
 def _thumbnail(path: Path, side: int = 64) -> np.ndarray:
@@ -109,7 +96,7 @@ def retrieval_figure(
         f"{int(right.sum())} of {right.size} right)",
         fontsize=9,
     )
-    save_small(fig, path, rect=(0, 0, 1, 0.96))
+    save(fig, path, rect=(0, 0, 1, 0.96), dpi=PICTURE_DPI, colors=PICTURE_COLORS)
 
 
 def embedding_map(
@@ -137,7 +124,7 @@ def map_figure(title: str, points: np.ndarray, labels: np.ndarray, names: dict[i
     ax.set_yticks([])
     ax.legend(loc="center left", bbox_to_anchor=(1.0, 0.5), fontsize=7, frameon=False)
     ax.set_title(f"{title}: t-SNE of the test embeddings of {len(classes)} classes ({len(labels)} images)", fontsize=9)
-    save_small(fig, path)
+    save(fig, path, dpi=PICTURE_DPI, colors=PICTURE_COLORS)
 
 
 def class_names(prepared: Path) -> dict[int, str]:
