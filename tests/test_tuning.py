@@ -276,16 +276,45 @@ def test_the_tuning_report_shows_used_written_and_inherited_values(tiny_params, 
         },
     ]
     frame = tuning_frame(tiny_params, records)
-    assert frame[["run", "key", "written", "used", "range", "trials"]].values.tolist() == [
-        ["c2_batch", "ccp.c2.beta", 0.19205, 0.35, "[0.3, 0.6]", 2],
-        ["c2_ccp", "ccp.c2.beta", 0.19205, 0.35, "from `c2_batch`", 0],
+    assert frame[["run", "key", "written", "used", "range", "trials", "range_end"]].values.tolist() == [
+        ["c2_batch", "ccp.c2.beta", 0.19205, 0.35, "[0.3, 0.6]", 2, ""],
+        ["c2_ccp", "ccp.c2.beta", 0.19205, 0.35, "from `c2_batch`", 0, ""],
     ]
     assert frame.best_val_map_at_r.iloc[0] == pytest.approx(45.0) and np.isnan(frame.best_val_map_at_r.iloc[1])
     text = tuning_markdown(tiny_params, records, 2)
     assert "| `c2_batch` | `ccp.c2.beta` | 0.192 | **0.35** | [0.3, 0.6] | 45.00 | 2 (1) |" in text
     assert "| `c2_ccp` | `ccp.c2.beta` | 0.192 | **0.35** | from `c2_batch` |  |  |" in text
     assert text.endswith("no search space and nothing inherited): `ms`.\n")
+    assert "at its" not in text and "Best value within" not in text
     assert tuning_markdown(tiny_params, records[2:], 2).startswith("No run was tuned")
+    records[0]["values"] = records[1]["values"] = {"ccp.c2.beta": 0.595}  # 98 % of the range: flagged
+    flagged = tuning_markdown(tiny_params, records, 2)
+    assert (
+        "| `c2_batch` | `ccp.c2.beta` | 0.192 | **0.595** | [0.3, 0.6] **at its high end** | 45.00 | 2 (1) |" in flagged
+    )
+    assert "Best value within 5% of an end of its range (on the sampler's scale): `c2_batch` `ccp.c2.beta` (high)." in (
+        flagged.replace("\n", " ")
+    )
+    assert "from `c2_batch` **at" not in flagged  # an inherited value is the parent's flag, not its own
     history_figure(records, 1, tmp_path / "history.png")
     history_figure(records[2:], 1, tmp_path / "none.png")
     assert (tmp_path / "history.png").stat().st_size > 10_000 and (tmp_path / "none.png").is_file()
+
+
+@pytest.mark.parametrize(
+    "value, dim, end",
+    [
+        (0.02, {"low": 2e-6, "high": 2e-2, "log": True}, "high"),  # the emoji CCP lambdas' old end
+        (0.0155, {"low": 2e-6, "high": 2e-2, "log": True}, "high"),  # log position 0.972
+        (0.0155, {"low": 2e-6, "high": 2.0, "log": True}, ""),  # log position 0.639
+        (2e-6, {"low": 2e-6, "high": 2.0, "log": True}, "low"),
+        (0.049, {"low": 0.0, "high": 1.0, "log": False}, "low"),
+        (0.051, {"low": 0.0, "high": 1.0, "log": False}, ""),
+        (16, {"low": 4, "high": 16, "log": False}, "high"),
+        (10, {"low": 4, "high": 16, "log": False}, ""),
+    ],
+)
+def test_a_best_value_at_an_end_of_its_range_is_flagged_on_the_samplers_scale(value, dim, end):
+    from pipeline.reporting.tuning import range_end
+
+    assert range_end(value, dim) == end

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from pathlib import Path
 
 import numpy as np
@@ -10,10 +11,21 @@ import pandas as pd
 from pipeline.config import Params, dotted, to_dict
 from pipeline.reporting.figures import plt, save
 
+EDGE = 0.05  # a best value this close to a range's end (fraction of its width) is flagged: the optimum may lie beyond
+
 
 def _range(dim: dict) -> str:
     kind = "int " if dim["integer"] else ("log " if dim["log"] else "")
     return f"{kind}[{dim['low']:g}, {dim['high']:g}]"
+
+
+def range_end(value: float, dim: dict) -> str:
+    """The end of the range (`low` / `high`) that `value` lies within EDGE of, on the scale the sampler draws on
+    (logarithmic for a log range); an empty string when it lies inside."""
+    scale = math.log if dim["log"] else float
+    low, high = scale(dim["low"]), scale(dim["high"])
+    position = (scale(value) - low) / (high - low)
+    return "low" if position <= EDGE else ("high" if position >= 1 - EDGE else "")
 
 
 def tuning_frame(params: Params, records: list[dict]) -> pd.DataFrame:
@@ -35,11 +47,11 @@ def tuning_frame(params: Params, records: list[dict]) -> pd.DataFrame:
                     "best_val_map_at_r": best if own else np.nan,
                     "trials": r["trials"] if own else 0,
                     "best_trial": r.get("best_trial") if own else None,
+                    "range_end": range_end(value, r["space"][key]) if own else "",
                 }
             )
-    return pd.DataFrame(
-        rows, columns=["run", "key", "written", "used", "range", "best_val_map_at_r", "trials", "best_trial"]
-    )
+    columns = ["run", "key", "written", "used", "range", "best_val_map_at_r", "trials", "best_trial", "range_end"]
+    return pd.DataFrame(rows, columns=columns)
 
 
 def tuning_markdown(params: Params, records: list[dict], decimals: int) -> str:
@@ -60,11 +72,21 @@ def tuning_markdown(params: Params, records: list[dict], decimals: int) -> str:
         previous = row.run
         score = f"{row.best_val_map_at_r:.{decimals}f}" if np.isfinite(row.best_val_map_at_r) else ""
         trials = f"{row.trials} ({int(row.best_trial)})" if row.trials else ""
+        end = f" **at its {row.range_end} end**" if row.range_end else ""
         lines.append(
             f"| {'`' + row.run + '`' if first else ''} | `{row.key}` | {row.written:.4g} | **{row.used:.4g}** "
-            f"| {row.range} | {score} | {trials} |"
+            f"| {row.range}{end} | {score} | {trials} |"
         )
     text = "\n".join(lines) + "\n"
+    at_end = frame[frame.range_end != ""]
+    if len(at_end):
+        text += (
+            f"\nBest value within {EDGE:.0%} of an end of its range (on the sampler's scale): "
+            + ", ".join(f"`{row.run}` `{row.key}` ({row.range_end})" for row in at_end.itertuples())
+            + ". The optimum may lie beyond it, so a claim on such a run is measured at a clipped search, unless"
+            " the end is a limit of the key itself (a margin of unit vectors beyond distance 2, a rate of 0): widen"
+            " the range in `tune.spaces` (a changed space starts a new study).\n"
+        )
     if untuned:
         text += (
             "\nTrained at params.yaml's values (no search space and nothing inherited): "
