@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from pipeline.reporting.claims import Claim, claims_markdown, claims_table, paper_claims, verdict
+from pipeline.reporting.claims import Claim, claims_markdown, claims_table, paper_claims, range_end_note, verdict
 from pipeline.reporting.names import label, paper_name
 
 
@@ -183,3 +183,12 @@ def test_verdict_takes_the_wider_interval():
     assert row.map_at_r_diff == pytest.approx(100 * (0.1 + 0.0035) / 5)  # mean of (0.1 + 0.001 i) / 5, i = 0..7
     text = claims_markdown(claims_table(claim, metrics, {}, per_class, 2000, 0), 2)
     assert "| +2.07 [+2.03, +2.11] | **+2.07 [" in text  # the t interval, then the bootstrap's in bold
+
+
+def test_compared_runs_tuned_at_a_range_end_are_named_under_the_table():
+    metrics = {"a": run_metrics([0.5, 0.6]), "b": run_metrics([0.6, 0.7]), "c": run_metrics([0.7, 0.8])}
+    table = claims_table([Claim("b beats a", "s", "a", "b"), Claim("c beats b", "s", "b", "c")], metrics, {})
+    at_ends = {"c": ["ccp.lambda", "ccp.pool_size"], "z": ["ccp.lambda"]}  # z: tuned but in no claim
+    note = range_end_note(table, at_ends)
+    assert note.endswith("[tuning.md](tuning.md)): `c` (`ccp.lambda`, `ccp.pool_size`).\n") and "`z`" not in note
+    assert range_end_note(table, {"z": ["ccp.lambda"]}) == "" and range_end_note(table, {}) == ""

@@ -235,7 +235,7 @@ def test_the_tune_stage_records_every_run_and_train_applies_the_best_values(tmp_
 
 
 def test_the_tuning_report_shows_used_written_and_inherited_values(tiny_params, tmp_path):
-    from pipeline.reporting.tuning import history_figure, tuning_frame, tuning_markdown
+    from pipeline.reporting.tuning import history_figure, runs_at_range_ends, tuning_frame, tuning_markdown
 
     space = {"ccp.c2.beta": {"low": 0.3, "high": 0.6, "log": False, "integer": False}}
     history = [
@@ -285,17 +285,19 @@ def test_the_tuning_report_shows_used_written_and_inherited_values(tiny_params, 
     assert "| `c2_batch` | `ccp.c2.beta` | 0.192 | **0.35** | [0.3, 0.6] | 45.00 | 2 (1) |" in text
     assert "| `c2_ccp` | `ccp.c2.beta` | 0.192 | **0.35** | from `c2_batch` |  |  |" in text
     assert text.endswith("no search space and nothing inherited): `ms`.\n")
-    assert "at its" not in text and "Best value within" not in text
+    assert "at its" not in text and "Best value within" not in text and not runs_at_range_ends(tiny_params, records)
     assert tuning_markdown(tiny_params, records[2:], 2).startswith("No run was tuned")
     records[0]["values"] = records[1]["values"] = {"ccp.c2.beta": 0.595}  # 98 % of the range: flagged
     flagged = tuning_markdown(tiny_params, records, 2)
     assert (
         "| `c2_batch` | `ccp.c2.beta` | 0.192 | **0.595** | [0.3, 0.6] **at its high end** | 45.00 | 2 (1) |" in flagged
     )
-    assert "Best value within 5% of an end of its range (on the sampler's scale): `c2_batch` `ccp.c2.beta` (high)." in (
-        flagged.replace("\n", " ")
+    assert "| `c2_ccp` | `ccp.c2.beta` | 0.192 | **0.595** | from `c2_batch` **at its high end** |  |  |" in flagged
+    assert (
+        "Best value within 5% of an end of its range (on the sampler's scale): `c2_batch` `ccp.c2.beta` (high), "
+        "`c2_ccp` `ccp.c2.beta` (high)." in flagged.replace("\n", " ")
     )
-    assert "from `c2_batch` **at" not in flagged  # an inherited value is the parent's flag, not its own
+    assert runs_at_range_ends(tiny_params, records) == {"c2_batch": ["ccp.c2.beta"], "c2_ccp": ["ccp.c2.beta"]}
     history_figure(records, 1, tmp_path / "history.png")
     history_figure(records[2:], 1, tmp_path / "none.png")
     assert (tmp_path / "history.png").stat().st_size > 10_000 and (tmp_path / "none.png").is_file()

@@ -15,7 +15,8 @@ inconclusive when it contains 0 (decided on MAP@R). The 2-D proof of concept (CC
 variants by ``poc.seeds`` and has the t interval only. A claim whose runs are not configured is
 listed as "not run", never left out; a claim on a run that did not train (most of its models kept the
 untrained network, pipeline/reporting/budgets.py) gets "not trained" instead of a verdict: its difference
-measures our settings for that run, not the method.
+measures our settings for that run, not the method. Compared runs tuned to a value at an end of its search range
+are named under the table (`range_end_note`): their verdicts may reflect the range rather than the method.
 """
 
 from __future__ import annotations
@@ -235,3 +236,16 @@ def claims_markdown(table: pd.DataFrame, decimals: int) -> str:
             f"{_interval(r, 'precision_at_1', decimals)} | **{r.verdict}** |"
         )
     return "\n".join(lines) + "\n"
+
+
+def range_end_note(claims: pd.DataFrame, at_ends: dict[str, list[str]]) -> str:
+    """A line naming the compared runs whose tuned (or inherited) values lie at an end of their search range
+    (`at_ends`: run -> keys, pipeline/reporting/tuning.py), or nothing when none does."""
+    flagged = [r for r in dict.fromkeys(r for _, c in claims.iterrows() for r in (c.base, c.better)) if r in at_ends]
+    if not flagged:
+        return ""
+    runs = ", ".join(f"`{r}` ({', '.join(f'`{k}`' for k in at_ends[r])})" for r in flagged)
+    return (
+        "\n**Runs tuned to a value at an end of its search range** (the optimum may lie beyond it, so a verdict on "
+        f"them may reflect the range rather than the method; [tuning.md](tuning.md)): {runs}.\n"
+    )

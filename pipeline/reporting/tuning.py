@@ -28,15 +28,28 @@ def range_end(value: float, dim: dict) -> str:
     return "low" if position <= EDGE else ("high" if position >= 1 - EDGE else "")
 
 
+def _searched_range(by_run: dict[str, dict], run: str, key: str) -> dict | None:
+    """The range `key` was searched on: in `run`'s own study or in the nearest run it inherits from."""
+    record = by_run.get(run)
+    while record is not None:
+        if key in record["space"] and record["trials"] > 0:
+            return record["space"][key]
+        record = by_run.get(record["inherits"])
+    return None
+
+
 def tuning_frame(params: Params, records: list[dict]) -> pd.DataFrame:
     """One row per run and tuned or inherited key: the written value (params.yaml's: what the
-    run trains at without tuning) and the used one, the range, the study's best."""
+    run trains at without tuning) and the used one, the range, the study's best, and the end of the range
+    (its own or its source's) the value lies at, if any."""
     written = to_dict(params)
+    by_run = {r["run"]: r for r in records}
     rows = []
     for r in records:
         best = None if r["best_val_map_at_r"] is None else 100 * r["best_val_map_at_r"]
         for key, value in r["values"].items():
             own = key in r["space"] and r["trials"] > 0
+            searched = _searched_range(by_run, r["run"], key)
             rows.append(
                 {
                     "run": r["run"],
@@ -47,7 +60,7 @@ def tuning_frame(params: Params, records: list[dict]) -> pd.DataFrame:
                     "best_val_map_at_r": best if own else np.nan,
                     "trials": r["trials"] if own else 0,
                     "best_trial": r.get("best_trial") if own else None,
-                    "range_end": range_end(value, r["space"][key]) if own else "",
+                    "range_end": range_end(value, searched) if searched else "",
                 }
             )
     columns = ["run", "key", "written", "used", "range", "best_val_map_at_r", "trials", "best_trial", "range_end"]
@@ -126,3 +139,10 @@ def history_figure(records: list[dict], startup_trials: int, path: Path) -> None
         axes.flat[0].legend(fontsize=7, loc="lower right")
     fig.suptitle("MLRC's tuning step: mean validation MAP@R over the folds per trial", fontsize=11)
     save(fig, path, rect=(0, 0, 1, 0.96))
+
+
+def runs_at_range_ends(params: Params, records: list[dict]) -> dict[str, list[str]]:
+    """Per run, the keys whose used value (tuned or inherited) lies at an end of the range it was searched on."""
+    frame = tuning_frame(params, records)
+    frame = frame[frame.range_end != ""]
+    return {run: list(group.key) for run, group in frame.groupby("run", sort=False)}
