@@ -47,8 +47,11 @@ def sleep_and_say_pid(folder):
     time.sleep(120)
 
 
+# Ctrl-C as a terminal's foreground process meets it: a shell without job control starts a background command
+# (`cmd &`, so this suite too) with SIGINT ignored, which Python and its children would inherit.
 STAGE_LIKE = (
-    "import sys, pipeline; from pipeline.parallel import run_jobs; from tests.test_parallel import sleep_and_say_pid; "
+    "import signal, sys, pipeline; signal.signal(signal.SIGINT, signal.default_int_handler); "
+    "from pipeline.parallel import run_jobs; from tests.test_parallel import sleep_and_say_pid; "
     "run_jobs(sleep_and_say_pid, [sys.argv[1]] * 4, workers=2, threads=1)"
 )
 
