@@ -16,7 +16,13 @@ import pandas as pd
 
 from pipeline.io import write_text
 from pipeline.reporting import budgets, comparison, figures, index, tuning
-from pipeline.reporting.claims import claims_markdown, claims_table, paper_claims, range_end_note
+from pipeline.reporting.claims import (
+    claims_markdown,
+    claims_table,
+    paper_claims,
+    range_end_note,
+    still_improving_note,
+)
 from pipeline.reporting.inputs import context_lines, load, published
 from pipeline.reporting.lanml_table import anml_table2, lanml_markdown
 from pipeline.reporting.publish import check_sources, publish
@@ -108,6 +114,7 @@ def write_claims(params, inputs, out: Path, context: str) -> pd.DataFrame:
         + claims_markdown(table, params.report.decimals)
         + _cut_note(table, inputs["budgets"])
         + range_end_note(table, tuning.runs_at_range_ends(params, inputs["tuning"]))
+        + still_improving_note(table, tuning.runs_still_improving(inputs["tuning"]))
     )
     write_text(out / "claims.md", text)
     write_text(out / "claims.csv", table.to_csv(index=False, float_format="%.4f"))

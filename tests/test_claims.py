@@ -4,7 +4,15 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from pipeline.reporting.claims import Claim, claims_markdown, claims_table, paper_claims, range_end_note, verdict
+from pipeline.reporting.claims import (
+    Claim,
+    claims_markdown,
+    claims_table,
+    paper_claims,
+    range_end_note,
+    still_improving_note,
+    verdict,
+)
 from pipeline.reporting.names import label, paper_name
 
 
@@ -192,3 +200,12 @@ def test_compared_runs_tuned_at_a_range_end_are_named_under_the_table():
     note = range_end_note(table, at_ends)
     assert note.endswith("[tuning.md](tuning.md)): `c` (`ccp.lambda`, `ccp.pool_size`).\n") and "`z`" not in note
     assert range_end_note(table, {"z": ["ccp.lambda"]}) == "" and range_end_note(table, {}) == ""
+
+
+def test_compared_runs_tuned_by_a_study_still_improving_are_named_with_the_study():
+    metrics = {"a": run_metrics([0.5, 0.6]), "b": run_metrics([0.6, 0.7])}
+    table = claims_table([Claim("b beats a", "s", "a", "b")], metrics, {})
+    note = still_improving_note(table, {"b": ["a_study"], "z": ["z"]})
+    assert note.startswith("\n**Runs tuned by a study still improving at its last trials**")
+    assert note.endswith("[tuning.md](tuning.md)): `b` (`a_study`).\n") and "`z`" not in note
+    assert still_improving_note(table, {"z": ["z"]}) == ""

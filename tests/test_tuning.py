@@ -320,3 +320,43 @@ def test_a_best_value_at_an_end_of_its_range_is_flagged_on_the_samplers_scale(va
     from pipeline.reporting.tuning import range_end
 
     assert range_end(value, dim) == end
+
+
+def _study(run: str, scores: list[float], inherits: str | None = None, values: bool = True) -> dict:
+    """A tuning record whose trial t scored scores[t] (validation MAP@R fractions)."""
+    best = int(np.argmax(scores)) if scores else None
+    return {
+        "run": run,
+        "space": {"ccp.c2.beta": {"low": 0.3, "high": 0.6, "log": False, "integer": False}} if scores else {},
+        "inherits": inherits,
+        "inherited": {},
+        "trials": len(scores),
+        "values": {"ccp.c2.beta": 0.45} if values else {},
+        "best_trial": best,
+        "best_val_map_at_r": max(scores) if scores else None,
+        "history": [{"trial": t, "val_map_at_r": v, "values": {"ccp.c2.beta": 0.45}} for t, v in enumerate(scores)],
+    }
+
+
+def test_studies_still_improving_at_their_last_trials_are_flagged_with_the_runs_that_inherit_them(tiny_params):
+    from pipeline.reporting.tuning import late_studies, runs_still_improving, tuning_markdown
+
+    flat = [0.30, 0.40, 0.35, 0.38, 0.39, 0.36, 0.37, 0.39, 0.38, 0.37]  # best at trial 1 of 10
+    edge = [0.30, 0.40, 0.35, 0.38, 0.39, 0.36, 0.37, 0.42, 0.38, 0.37]  # best at trial 7: not among the last 2
+    late = [0.30, 0.40, 0.35, 0.38, 0.39, 0.36, 0.37, 0.42, 0.45, 0.37]  # best at trial 8: among the last 2
+    records = [
+        _study("a", late),
+        _study("b", edge),
+        _study("c", [], inherits="a"),  # trains at a's values
+        _study("d", flat, inherits="a"),  # its own study settled, its inherited one did not
+        _study("e", []),  # untuned
+        _study("f", flat, values=False),
+    ]
+    found = late_studies(records)
+    assert list(found) == ["a"] and found["a"]["best_trial"] == 8 and found["a"]["trials"] == 10
+    assert found["a"]["gain"] == pytest.approx(3.0)  # 45 - 42 points
+    assert runs_still_improving(records) == {"a": ["a"], "c": ["a"], "d": ["a"]}
+    text = tuning_markdown(tiny_params, [r for r in records if r["run"] in ("a", "b")], 2)
+    assert "Best trial among the last 20% of the study's trials" in text
+    assert "`a` (trial 8 of 10, +3.00 over the best before it)" in text and "`b` (" not in text
+    assert not late_studies([_study("one", [0.4])])  # a single trial is no history

@@ -12,6 +12,7 @@ from pipeline.config import Params, dotted, to_dict
 from pipeline.reporting.figures import plt, save
 
 EDGE = 0.05  # a best value this close to a range's end (fraction of its width) is flagged: the optimum may lie beyond
+LATE = 0.2  # a study whose best trial is among its last 20 % of trials is flagged: its history had not flattened
 
 
 def _range(dim: dict) -> str:
@@ -67,6 +68,37 @@ def tuning_frame(params: Params, records: list[dict]) -> pd.DataFrame:
     return pd.DataFrame(rows, columns=columns)
 
 
+def late_studies(records: list[dict]) -> dict[str, dict]:
+    """The studies whose best trial lies among their last LATE share of trials (at least the last one), so that
+    more trials may still find a better value: run -> best trial, trials, and the gain of that last improvement
+    over the best before it (validation MAP@R points)."""
+    late = {}
+    for r in records:
+        trials, best = r["trials"], r.get("best_trial")
+        if trials > 1 and best is not None and best >= trials - max(1, round(LATE * trials)):
+            before = max(t["val_map_at_r"] for t in r["history"] if t["trial"] < best)
+            gain = 100 * (r["best_val_map_at_r"] - before)
+            late[r["run"]] = {"best_trial": best, "trials": trials, "gain": gain}
+    return late
+
+
+def runs_still_improving(records: list[dict]) -> dict[str, list[str]]:
+    """Per run, the studies among its own and those it inherits values from that were still improving
+    (`late_studies`): a claim on such a run is measured at a search that had not flattened."""
+    late = late_studies(records)
+    by_run = {r["run"]: r for r in records}
+    flagged = {}
+    for r in records:
+        chain, record = [], r
+        while record is not None:
+            if record["run"] in late:
+                chain.append(record["run"])
+            record = by_run.get(record["inherits"])
+        if chain and r["values"]:
+            flagged[r["run"]] = chain
+    return flagged
+
+
 def tuning_markdown(params: Params, records: list[dict], decimals: int) -> str:
     """The table per data set, and the runs that trained at params.yaml's values."""
     frame = tuning_frame(params, records)
@@ -99,6 +131,17 @@ def tuning_markdown(params: Params, records: list[dict], decimals: int) -> str:
             + ". The optimum may lie beyond it, so a claim on such a run is measured at a clipped search, unless"
             " the end is a limit of the key itself (a margin of unit vectors beyond distance 2, a rate of 0): widen"
             " the range in `tune.spaces` (a changed space starts a new study).\n"
+        )
+    late = late_studies(records)
+    if late:
+        text += (
+            f"\nBest trial among the last {LATE:.0%} of the study's trials (its history had not flattened, so more "
+            "trials may find a better value; MLRC ran 50): "
+            + ", ".join(
+                f"`{run}` (trial {v['best_trial']} of {v['trials']}, {v['gain']:+.{decimals}f} over the best before it)"
+                for run, v in late.items()
+            )
+            + ". The runs that inherit their values are flagged with their source in claims.md.\n"
         )
     if untuned:
         text += (
