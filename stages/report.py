@@ -17,11 +17,13 @@ import pandas as pd
 from pipeline.io import write_text
 from pipeline.reporting import budgets, comparison, figures, index, tuning
 from pipeline.reporting.claims import (
+    RANGE_END,
+    STILL_IMPROVING,
     claims_markdown,
     claims_table,
+    compared_runs,
+    flagged_runs_note,
     paper_claims,
-    range_end_note,
-    still_improving_note,
 )
 from pipeline.reporting.inputs import context_lines, load, published
 from pipeline.reporting.lanml_table import anml_table2, lanml_markdown
@@ -113,8 +115,8 @@ def write_claims(params, inputs, out: Path, context: str) -> pd.DataFrame:
         f"**{summary}** of {len(table)} claims.\n\n"
         + claims_markdown(table, params.report.decimals)
         + _cut_note(table, inputs["budgets"])
-        + range_end_note(table, tuning.runs_at_range_ends(params, inputs["tuning"]))
-        + still_improving_note(table, tuning.runs_still_improving(inputs["tuning"]))
+        + flagged_runs_note(table, tuning.runs_at_range_ends(params, inputs["tuning"]), RANGE_END)
+        + flagged_runs_note(table, tuning.runs_still_improving(inputs["tuning"]), STILL_IMPROVING)
     )
     write_text(out / "claims.md", text)
     write_text(out / "claims.csv", table.to_csv(index=False, float_format="%.4f"))
@@ -124,7 +126,7 @@ def write_claims(params, inputs, out: Path, context: str) -> pd.DataFrame:
 def _cut_note(claims: pd.DataFrame, models: pd.DataFrame) -> str:
     """A line naming the compared runs with models cut while improving (budgets.md), if any."""
     cut = set(models[models.cut_while_improving].run)
-    flagged = sorted({r for _, c in claims.iterrows() for r in (c.base, c.better) if r in cut})
+    flagged = sorted(set(compared_runs(claims)) & cut)
     if not flagged:
         return (
             "\nEvery model of every compared run stopped after its patience ran out (none was cut while "

@@ -5,12 +5,13 @@ import pytest
 from scipy import stats
 
 from pipeline.reporting.claims import (
+    RANGE_END,
+    STILL_IMPROVING,
     Claim,
     claims_markdown,
     claims_table,
+    flagged_runs_note,
     paper_claims,
-    range_end_note,
-    still_improving_note,
     verdict,
 )
 from pipeline.reporting.names import label, paper_name
@@ -197,15 +198,18 @@ def test_compared_runs_tuned_at_a_range_end_are_named_under_the_table():
     metrics = {"a": run_metrics([0.5, 0.6]), "b": run_metrics([0.6, 0.7]), "c": run_metrics([0.7, 0.8])}
     table = claims_table([Claim("b beats a", "s", "a", "b"), Claim("c beats b", "s", "b", "c")], metrics, {})
     at_ends = {"c": ["ccp.lambda", "ccp.pool_size"], "z": ["ccp.lambda"]}  # z: tuned but in no claim
-    note = range_end_note(table, at_ends)
+    note = flagged_runs_note(table, at_ends, RANGE_END)
     assert note.endswith("[tuning.md](tuning.md)): `c` (`ccp.lambda`, `ccp.pool_size`).\n") and "`z`" not in note
-    assert range_end_note(table, {"z": ["ccp.lambda"]}) == "" and range_end_note(table, {}) == ""
+    assert (
+        flagged_runs_note(table, {"z": ["ccp.lambda"]}, RANGE_END) == ""
+        and flagged_runs_note(table, {}, RANGE_END) == ""
+    )
 
 
 def test_compared_runs_tuned_by_a_study_still_improving_are_named_with_the_study():
     metrics = {"a": run_metrics([0.5, 0.6]), "b": run_metrics([0.6, 0.7])}
     table = claims_table([Claim("b beats a", "s", "a", "b")], metrics, {})
-    note = still_improving_note(table, {"b": ["a_study"], "z": ["z"]})
+    note = flagged_runs_note(table, {"b": ["a_study"], "z": ["z"]}, STILL_IMPROVING)
     assert note.startswith("\n**Runs tuned by a study still improving at its last trials**")
     assert note.endswith("[tuning.md](tuning.md)): `b` (`a_study`).\n") and "`z`" not in note
-    assert still_improving_note(table, {"z": ["z"]}) == ""
+    assert flagged_runs_note(table, {"z": ["z"]}, STILL_IMPROVING) == ""

@@ -16,8 +16,8 @@ variants by ``poc.seeds`` and has the t interval only. A claim whose runs are no
 listed as "not run", never left out; a claim on a run that did not train (most of its models kept the
 untrained network, pipeline/reporting/budgets.py) gets "not trained" instead of a verdict: its difference
 measures our settings for that run, not the method. Compared runs tuned to a value at an end of its search range
-are named under the table (`range_end_note`): their verdicts may reflect the range rather than the method; so
-are runs tuned by a study that found its best among its last trials (`still_improving_note`).
+are named under the table (`flagged_runs_note`, `RANGE_END`): their verdicts may reflect the range rather than the
+method; so are runs tuned by a study that found its best among its last trials (`STILL_IMPROVING`).
 """
 
 from __future__ import annotations
@@ -239,31 +239,26 @@ def claims_markdown(table: pd.DataFrame, decimals: int) -> str:
     return "\n".join(lines) + "\n"
 
 
-def _runs_note(claims: pd.DataFrame, flagged: dict[str, list[str]], lead: str) -> str:
-    """A line naming the compared runs in `flagged` (run -> what flags it), or nothing when none is compared."""
-    runs = [r for r in dict.fromkeys(r for _, c in claims.iterrows() for r in (c.base, c.better)) if r in flagged]
+RANGE_END = (
+    "**Runs tuned to a value at an end of its search range** (the optimum may lie beyond it, so a verdict on "
+    "them may reflect the range rather than the method; [tuning.md](tuning.md))"
+)
+STILL_IMPROVING = (
+    "**Runs tuned by a study still improving at its last trials** (the study in brackets found its best among "
+    "its last trials, so more trials may move a verdict on them; [tuning.md](tuning.md))"
+)
+
+
+def compared_runs(claims: pd.DataFrame) -> list[str]:
+    """The runs the claims compare, in the order they first appear."""
+    return list(dict.fromkeys(r for _, c in claims.iterrows() for r in (c.base, c.better)))
+
+
+def flagged_runs_note(claims: pd.DataFrame, flagged: dict[str, list[str]], lead: str) -> str:
+    """A line after `lead` naming the compared runs in `flagged` (run -> what flags it: the keys at an end of their
+    search range for `RANGE_END`, the studies still improving for `STILL_IMPROVING`, pipeline/reporting/tuning.py),
+    or nothing when none of them is compared."""
+    runs = [r for r in compared_runs(claims) if r in flagged]
     if not runs:
         return ""
     return f"\n{lead}: " + ", ".join(f"`{r}` ({', '.join(f'`{k}`' for k in flagged[r])})" for r in runs) + ".\n"
-
-
-def range_end_note(claims: pd.DataFrame, at_ends: dict[str, list[str]]) -> str:
-    """A line naming the compared runs whose tuned (or inherited) values lie at an end of their search range
-    (`at_ends`: run -> keys, pipeline/reporting/tuning.py), or nothing when none does."""
-    return _runs_note(
-        claims,
-        at_ends,
-        "**Runs tuned to a value at an end of its search range** (the optimum may lie beyond it, so a verdict on "
-        "them may reflect the range rather than the method; [tuning.md](tuning.md))",
-    )
-
-
-def still_improving_note(claims: pd.DataFrame, late: dict[str, list[str]]) -> str:
-    """A line naming the compared runs whose values come from a study still improving at its last trials
-    (`late`: run -> studies, pipeline/reporting/tuning.py), or nothing when none does."""
-    return _runs_note(
-        claims,
-        late,
-        "**Runs tuned by a study still improving at its last trials** (the study in brackets found its best among "
-        "its last trials, so more trials may move a verdict on them; [tuning.md](tuning.md))",
-    )
