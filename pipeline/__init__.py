@@ -1,5 +1,9 @@
-"""The library. Importing it pins the CPU numerics first (pipeline/numerics.py), before numpy or torch load."""
+"""The library. Importing it pins the CPU numerics first (pipeline/numerics.py), before numpy or torch load,
+and points matplotlib's cache at the project's cache folder (pipeline/userdirs.py)."""
 
-from pipeline import numerics
+import os
 
+from pipeline import numerics, userdirs
+
+os.environ.setdefault("MPLCONFIGDIR", str(userdirs.cache_dir("matplotlib")))
 numerics.pin()

@@ -14,7 +14,7 @@ roots 1 ulp apart, and a trained network drifts apart from the first Adam step (
 AVX-512 machine against numbers made on an AMD EPYC; traced to ``RSQRTPS`` with gdb and confirmed under
 qemu's emulated CPUs). `pin` therefore interposes four IEEE square roots (SQRTSS / SQRTSD: correctly
 rounded, the same bits everywhere) for those MKL entry points: a tiny C library compiled on first use
-with the machine's C compiler into ``DML_SHIM_DIR`` (default ``~/.cache/dml-repro``) and loaded with
+with the machine's C compiler into ``DML_SHIM_DIR`` (default: the project's cache folder, pipeline/userdirs.py) and loaded with
 ``RTLD_GLOBAL`` before torch, so torch's calls bind to it. Without a C compiler pinning warns and goes
 on without it (the reports record which square root was in force). MKL's float ``acos``, ``asin``,
 ``atan``, ``log10`` and double ``acos``, ``asin``, ``atan``, ``tan`` were also seen to differ between
@@ -50,6 +50,8 @@ import subprocess
 import sys
 import warnings
 from pathlib import Path
+
+from pipeline import userdirs
 
 NATIVE_SWITCH = "DML_NATIVE_NUMERICS"
 THREADS_VARIABLE = "DML_THREADS"
@@ -116,7 +118,7 @@ def _interpose_sqrt() -> None:
     if not (sys.platform.startswith("linux") and platform.machine() == "x86_64"):
         return
     digest = hashlib.sha256((SQRT_SHIM + " ".join(SHIM_FLAGS)).encode()).hexdigest()[:12]
-    folder = Path(os.environ.get("DML_SHIM_DIR") or Path.home() / ".cache" / "dml-repro")
+    folder = Path(os.environ["DML_SHIM_DIR"]) if os.environ.get("DML_SHIM_DIR") else userdirs.cache_dir()
     library = folder / f"ieee_sqrt_{digest}.so"
     if not library.is_file():
         problem = _compile_shim(library)
@@ -133,14 +135,15 @@ def _interpose_sqrt() -> None:
 
 
 def _compile_shim(library: Path) -> str:
-    """Compile SQRT_SHIM into `library` (atomically: a parallel worker sees the whole file or none);
-    return what went wrong, or "" when it was built."""
+    """Compile SQRT_SHIM into `library` (atomically: a parallel worker sees the whole file or none, and
+    processes that build at once each compile into a name of their own, then move it into place); return
+    what went wrong, or "" when it was built."""
     compiler = os.environ.get("CC") or shutil.which("cc") or shutil.which("gcc")
     if compiler is None:
         return "no C compiler (cc) to build the IEEE square root"
     library.parent.mkdir(parents=True, exist_ok=True)
-    stem = library.parent / f"{library.stem}.{os.getpid()}"
-    source, partial = stem.with_suffix(".c"), stem.with_suffix(".so")
+    unique = f"{library.stem}.{os.getpid()}.{os.urandom(4).hex()}"  # with_suffix would cut at its dots
+    source, partial = library.parent / f"{unique}.c", library.parent / f"{unique}.so"
     source.write_text(SQRT_SHIM)
     try:
         subprocess.run([compiler, *SHIM_FLAGS, str(source), "-o", str(partial)], check=True, capture_output=True)

@@ -282,3 +282,46 @@ def test_stages_give_identical_outputs_on_emulated_cpus(tmp_path, tiny_dict):
     # the emulation reaches the kernels: unpinned, the two CPUs embed and train differently
     assert digests[False, "cpu_a"]["features"] != digests[False, "cpu_b"]["features"]
     assert digests[False, "cpu_a"]["models"] != digests[False, "cpu_b"]["models"]
+
+
+def _import_pipeline(env: dict) -> subprocess.Popen:
+    code = "import pipeline.numerics as n; print(n.settings()['torch sqrt'])"
+    return subprocess.Popen(
+        [sys.executable, "-c", code], env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+    )
+
+
+def test_first_import_builds_the_square_root_library_then_reuses_it_even_when_two_processes_build_at_once(tmp_path):
+    """A new machine has an empty cache: the first import compiles the library into it and loads it, the next
+    loads the cached file, and two processes that compile at once (the train workers start together) both load
+    a whole library. Nothing but the library is left in the folder."""
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "HOME": str(tmp_path / "home"), "XDG_CACHE_HOME": ""}
+    for k in ("DML_SHIM_DIR", "DML_CACHE_DIR", numerics.NATIVE_SWITCH):
+        env.pop(k, None)
+    folder = tmp_path / "home" / ".cache" / "dml-repro"
+    for attempt in ("first", "cached"):
+        done = _import_pipeline(env)
+        out, err = done.communicate()
+        assert done.returncode == 0 and out.strip() == "IEEE (interposed for MKL VML)", (attempt, err)
+        built = [p.name for p in folder.glob("ieee_sqrt_*")]
+        assert len(built) == 1 and built[0].endswith(".so") and built[0].count(".") == 1, built  # no partial file
+    env["DML_SHIM_DIR"] = str(tmp_path / "together")
+    together = [_import_pipeline(env) for _ in range(2)]
+    for process in together:
+        out, err = process.communicate()
+        assert process.returncode == 0 and out.strip() == "IEEE (interposed for MKL VML)", err
+    assert [p.name for p in (tmp_path / "together").iterdir()] == built
+
+
+def test_an_unwritable_cache_folder_falls_back_to_a_temporary_one_in_one_line(tmp_path):
+    blocker = tmp_path / "a-file"
+    blocker.write_text("not a folder")
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "DML_CACHE_DIR": str(blocker / "cache"), "TMPDIR": str(tmp_path)}
+    env.pop("DML_SHIM_DIR", None)
+    env.pop(numerics.NATIVE_SWITCH, None)
+    out, err = _import_pipeline(env).communicate()
+    assert out.strip() == "IEEE (interposed for MKL VML)"
+    assert (
+        err.strip()
+        == f"pipeline: cache folder {blocker / 'cache'} is not writable; using {tmp_path}/dml-repro-{os.getuid()}"
+    )
