@@ -1,0 +1,189 @@
+"""Benchmark: where a finetune epoch's time goes (training steps, validation, loader start-up, the rest).
+
+Trains one finetune-mode model (pipeline.experiment.train_fold: the pipeline's own data, model, objective and
+loop) on the digit-pair images for a few epochs and times, per epoch, from the outside (wrappers around the
+loop's pieces, nothing in the pipeline changes):
+- steps: the optimisation steps (pipeline.training.Stepper; the device synchronised around each);
+- loader: waiting for training batches, its start-up (the first batch of an epoch) shown apart;
+- validation: embedding the validation fold (TrainContext.embed) and its MAP@R (the kNN);
+- rest: the epoch's wall time minus the above (snapshots of the best weights, logging, the objective's hooks).
+Epoch 0 (validation before training) and the first epoch (loader workers, cuDNN autotuning, graph capture) are
+printed apart from the mean of the later epochs; the last line is the later epochs' ``epoch/steps <ratio>``.
+
+    python benchmarks/bench_epoch.py                                   # CPU: tiny CNN on the 32 px digit pairs
+    python benchmarks/bench_epoch.py --backbone resnet50 --size 64 --amp bf16 --num-workers 4   # a GPU
+    python benchmarks/bench_epoch.py --params params.yaml ...          # params composed elsewhere (no DVC here)
+"""
+
+from __future__ import annotations
+
+import pipeline  # noqa: F401  (first: it pins the CPU numerics before numpy and torch load)
+
+# isort: split
+import argparse
+import copy
+import tempfile
+import time
+from collections import defaultdict
+from contextlib import contextmanager
+from pathlib import Path
+
+import numpy as np
+import torch
+from omegaconf import OmegaConf
+from torch.utils.data import DataLoader
+
+from pipeline import training
+from pipeline.config import params_from_dict
+from pipeline.data.digit_pairs import write_digit_pairs
+from pipeline.data.manifest import read_manifest
+from pipeline.experiment import train_fold
+from pipeline.runtime import choose_device
+
+
+class Clock:
+    """Seconds per (epoch, part), with the device synchronised at every reading."""
+
+    def __init__(self, device: torch.device):
+        self.device = device
+        self.parts: dict[int, dict[str, float]] = defaultdict(lambda: defaultdict(float))
+        self.epoch_ends: list[float] = []
+        self.validating = False
+
+    def now(self) -> float:
+        if self.device.type == "cuda":
+            torch.cuda.synchronize(self.device)
+        return time.perf_counter()
+
+    @property
+    def epoch(self) -> int:
+        return len(self.epoch_ends)
+
+    @contextmanager
+    def part(self, name: str):
+        start = self.now()
+        try:
+            yield
+        finally:
+            self.parts[self.epoch][name] += self.now() - start
+
+
+def instrument(clock: Clock) -> None:
+    """Wrap the loop's pieces (module docstring) so that they report to `clock`."""
+    step, embed, knn, iterate = training.Stepper.__call__, training.TrainContext.embed, training.map_at_r, None
+
+    def timed_step(self, x, y):
+        with clock.part("steps"):
+            return step(self, x, y)
+
+    def timed_embed(self, dataset):
+        clock.validating = True
+        try:
+            with clock.part("validation embedding"):
+                return embed(self, dataset)
+        finally:
+            clock.validating = False
+
+    def timed_knn(embeddings, labels, *args, **kwargs):
+        with clock.part("validation kNN"):
+            out = knn(embeddings, labels, *args, **kwargs)
+        clock.epoch_ends.append(clock.now())
+        return out
+
+    iterate = DataLoader.__iter__
+
+    def timed_iter(loader):
+        if clock.validating:
+            return iterate(loader)
+        return _TimedBatches(iterate(loader), clock)
+
+    training.Stepper.__call__ = timed_step
+    training.TrainContext.embed = timed_embed
+    training.map_at_r = timed_knn
+    DataLoader.__iter__ = timed_iter
+
+
+class _TimedBatches:
+    def __init__(self, batches, clock: Clock):
+        self.batches, self.clock, self.first = batches, clock, True
+
+    def __iter__(self):
+        return self
+
+    def __len__(self):
+        return len(self.batches)
+
+    def __next__(self):
+        with self.clock.part("loader start-up" if self.first else "loader wait"):
+            batch = next(self.batches)
+        self.first = False
+        return batch
+
+
+def finetune_params(raw: dict, args) -> dict:
+    raw = copy.deepcopy(raw)
+    raw["backbone"].update(name=args.backbone, weights="", input_size=args.size, resize=0, channels=3)
+    raw["train"].update(
+        mode="finetune",
+        device=args.device,
+        amp=args.amp,
+        num_workers=args.num_workers,
+        max_epochs=args.epochs,
+        patience=args.epochs + 1,
+        workers=1,
+    )
+    return raw
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--params", type=Path, help="a composed params file (default: conf/ composed here)")
+    parser.add_argument("--backbone", default="tiny_cnn")
+    parser.add_argument("--size", type=int, default=32, help="input side in pixels (the digit pairs are 32 x 64)")
+    parser.add_argument("--method", default="ms")
+    parser.add_argument("--device", default="auto")
+    parser.add_argument("--amp", default="fp32")
+    parser.add_argument("--num-workers", type=int, default=2)
+    parser.add_argument("--epochs", type=int, default=4)
+    args = parser.parse_args()
+    if args.params:
+        raw = OmegaConf.to_container(OmegaConf.load(args.params))
+    else:
+        from pipeline.compose import composed
+
+        raw = composed([])
+    params = params_from_dict(finetune_params(raw, args))
+    device = choose_device(params.train.device)
+    clock = Clock(device)
+    instrument(clock)
+    with tempfile.TemporaryDirectory() as tmp:
+        d = params.data
+        write_digit_pairs(Path(tmp), d.num_classes, d.images_per_class, d.train_instance_fraction, 4, params.seed)
+        manifest = read_manifest(tmp)
+        start = clock.now()
+        result = train_fold(params, args.method, 0, manifest, None, device, test=False)
+    ends = [start, *clock.epoch_ends]
+    walls = np.diff(ends)  # epoch 0: the validation before training (and everything before it)
+    parts = ["steps", "loader start-up", "loader wait", "validation embedding", "validation kNN"]
+    t = params.train
+    print(
+        f"{args.backbone} {args.size} px, {args.method}, {device} amp {t.amp}, {t.num_workers} loader workers, "
+        f"{t.steps_per_epoch} steps x {t.classes_per_batch * t.images_per_class} images, "
+        f"{len(manifest.rows('train', 0, validation=True))} validation images; {len(walls) - 1} epochs, "
+        f"best val MAP@R {result.fit.best_val_map_at_r:.4f}"
+    )
+    print(f"{'seconds':24s} {'epoch 0':>9s} {'epoch 1':>9s} {'later (mean)':>13s}")
+    later = range(2, len(walls))
+    for name in [*parts, "rest", "epoch"]:
+        values = []
+        for e in range(len(walls)):
+            known = sum(clock.parts[e][p] for p in parts)
+            values.append(walls[e] if name == "epoch" else walls[e] - known if name == "rest" else clock.parts[e][name])
+        mean = np.mean([values[e] for e in later]) if len(later) else float("nan")
+        print(f"{name:24s} {values[0]:9.3f} {values[1]:9.3f} {mean:13.3f}")
+    steps = np.mean([clock.parts[e]["steps"] for e in later])
+    print(f"epoch/steps {np.mean([walls[e] for e in later]) / steps:.2f}")
+
+
+if __name__ == "__main__":
+    main()
