@@ -152,10 +152,11 @@ def download(url: str, path: Path, expected: str | None = None, timeout: float =
     return path
 
 
-def fetch_with_client(path: Path, command: list[str], expected: str) -> Path:
+def fetch_with_client(path: Path, command: list[str], expected: str, hint: str = "") -> Path:
     """`path` from a package registry through its own client: when missing, `command` (``npm pack NAME@VERSION``,
     ``apt-get download NAME=VERSION``: it writes ``path.name`` into its working folder) runs in a temporary folder
-    beside `path`, whose file is renamed into place only when complete; then verified against `expected`."""
+    beside `path`, whose file is renamed into place only when complete; then verified against `expected`. A
+    failure's one line ends with `hint` (what the client needs that this machine may lack)."""
     path = Path(path)
     parse_checksum(expected)
     if not path.exists():
@@ -167,7 +168,8 @@ def fetch_with_client(path: Path, command: list[str], expected: str) -> Path:
         with tempfile.TemporaryDirectory(dir=path.parent) as tmp:
             done = subprocess.run(command, cwd=tmp, capture_output=True, text=True)
             if done.returncode or not (Path(tmp) / path.name).exists():
-                raise DownloadError(f"`{shown}` failed: {(done.stderr.strip().splitlines() or ['no file'])[-1]}")
+                said = (done.stderr.strip().splitlines() or ["no file"])[-1]
+                raise DownloadError(f"`{shown}` failed: {said}{f' ({hint})' if hint else ''}")
             os.replace(Path(tmp) / path.name, path)
     return verify(path, expected)
 

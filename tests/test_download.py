@@ -74,6 +74,13 @@ def test_a_registry_client_writes_into_place_once_and_is_verified(tmp_path):
     assert not path.exists()  # a bad fetched file is removed
     with pytest.raises(DownloadError, match="`sh -c exit 3` failed: no file"):
         fetch_with_client(path, ["sh", "-c", "exit 3"], good)
+    with pytest.raises(
+        DownloadError,
+        match=r"`sh -c echo E: Unable to locate package >&2; exit 100` failed: E: Unable to locate package \(run apt-get update\)$",
+    ):
+        fetch_with_client(
+            path, ["sh", "-c", "echo E: Unable to locate package >&2; exit 100"], good, "run apt-get update"
+        )
     with pytest.raises(DownloadError, match="no no-such-client here to run `no-such-client pack pkg@1.0`"):
         fetch_with_client(path, ["no-such-client", "pack", "pkg@1.0"], good)
     assert list(path.parent.iterdir()) == []

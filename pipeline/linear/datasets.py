@@ -190,6 +190,7 @@ def fetch_debian(package: DebianPackage, cache: Path) -> Path:
         Path(cache) / package.filename,
         ["apt-get", "download", f"{package.name}:{package.arch}={package.version}"],
         f"sha256:{package.sha256}",
+        f"apt's package lists come from `apt-get update`; or put {package.filename} into {cache}",
     )
 
 
