@@ -111,6 +111,7 @@ def train_fold(
         build_head(in_dim, params.train.embedding_dim, params.train.head_hidden),
         cfg.embedding_norm,
         params.backbone.freeze_bn,
+        getattr(cfg, "eval_norm", "same"),  # a baseline's own choice; CCP and PROFS read what they train on
     )
     objective = build_objective(params, method, len(np.unique(data.train_labels)), params.train.embedding_dim)
     result = fit(
@@ -185,5 +186,10 @@ def train_and_save(job: FoldJob) -> FoldOutcome:
         else None
     )
     return FoldOutcome(
-        result.fit.history, result.diagnostics, result.fit.best_epoch, result.fit.best_val_map_at_r, metrics
+        result.fit.history,
+        result.diagnostics,
+        result.fit.best_epoch,
+        result.fit.best_val_map_at_r,
+        metrics,
+        result.fit.stop_reason,
     )

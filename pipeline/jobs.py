@@ -33,6 +33,7 @@ class FoldOutcome:
     best_epoch: int
     best_val_map_at_r: float
     test_metrics: dict | None
+    stop_reason: str = ""  # patience, max_epochs or method (pipeline/training.py)
 
 
 def run_fold_job(job: FoldJob) -> FoldOutcome:

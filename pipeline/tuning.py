@@ -18,6 +18,13 @@ interrupted and resumed proposes exactly what an uninterrupted one would, and th
 trials. A trial that was running when its process died is marked failed on resume and redone. The study's
 name carries a fingerprint of every setting that changes what a trial measures, so changed params start a
 new study in the same file instead of mixing trials of two settings; raising `tune.trials` continues one.
+
+The epoch cap. A trial whose fold models all stopped before `train.max_epochs` (by patience or the method)
+measures the same under any cap it stayed below, so the cap is not in the fingerprint: each trial records the
+cap it ran at, the most epochs a fold model trained and whether one stopped at the cap. A study whose every trial
+holds under the current cap goes on; one with a trial the cap cut, or one that trained beyond a lowered cap, is
+altered by the change and runs again as ``<name>-epochs<cap>`` (raising the cap for a data set re-runs exactly
+the studies it cut).
 """
 
 from __future__ import annotations
@@ -26,6 +33,7 @@ import hashlib
 import json
 import logging
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
@@ -82,11 +90,13 @@ def study_name(params: Params, run: str, inherited: dict[str, float] | None = No
     (data but its file locations, backbone, the run's budget and its own section, the folds and seed, the search,
     the values it inherits), and nothing else, so another run's change or more trials leave the study as it is."""
     data = {k: v for k, v in to_dict(params.data).items() if k not in _LOCATIONS}
+    # the cap: module docstring; the number of processes changes no number (pipeline/parallel.py)
+    train = {k: v for k, v in to_dict(run_train_config(params, run)).items() if k not in ("max_epochs", "workers")}
     settings = {
         "seed": params.seed,
         "data": data,
         "backbone": to_dict(params.backbone),
-        "train": to_dict(run_train_config(params, run)),
+        "train": train,
         "run": to_dict(run_config(params, run)),
         "folds": params.experiment.folds,
         "replicate_seed": params.experiment.seeds[0],
@@ -110,17 +120,36 @@ def make_sampler(name: str, seed: int, startup_trials: int):
     return optuna.samplers.TPESampler(seed=seed, n_startup_trials=startup_trials)
 
 
+@dataclass(frozen=True)
+class TrialResult:
+    """What a trial measured: the mean best validation MAP@R over the folds, the most epochs a fold model trained,
+    and whether a fold model stopped at the epoch cap."""
+
+    value: float
+    epochs_run: int
+    capped: bool
+
+
+def holds_under(trial, cap: int) -> bool:
+    """A completed trial measures the same under epoch cap `cap` (module docstring)."""
+    attrs = trial.user_attrs
+    if "max_epochs" not in attrs:
+        return False  # recorded before caps were: cannot tell
+    return attrs["max_epochs"] == cap or (not attrs["capped"] and attrs["epochs_run"] <= cap)
+
+
 def run_study(
     params: Params,
     run: str,
-    objective: Callable[[dict[str, float]], float],
+    objective: Callable[[dict[str, float]], TrialResult],
     storage: Path,
     trials: int,
     progress: Callable[[int, dict, float], None] | None = None,
     inherited: dict[str, float] | None = None,
 ):
     """Complete `trials` trials of `run`'s study in the journal file `storage`, resuming what it already
-    holds; returns the Optuna study. `params` has the `inherited` values applied already (they name the study)."""
+    holds (``<name>-epochs<cap>`` instead when the epoch cap altered a trial of it, module docstring); returns the
+    Optuna study. `params` has the `inherited` values applied already (they name the study)."""
     import optuna
     from optuna.storages import JournalStorage
     from optuna.storages.journal import JournalFileBackend
@@ -131,12 +160,17 @@ def run_study(
     if not space:
         raise ParamsError(f"tune.spaces.{run}: no search space for this run")
     storage.parent.mkdir(parents=True, exist_ok=True)
-    study = optuna.create_study(
-        study_name=study_name(params, run, inherited),
-        direction="maximize",
-        load_if_exists=True,
-        storage=JournalStorage(JournalFileBackend(str(storage))),
-    )
+    journal = JournalStorage(JournalFileBackend(str(storage)))
+    cap = run_train_config(params, run).max_epochs
+    name = study_name(params, run, inherited)
+    study = optuna.create_study(study_name=name, direction="maximize", load_if_exists=True, storage=journal)
+    completed = study.get_trials(deepcopy=False, states=(TrialState.COMPLETE,))
+    altered = [t.number for t in completed if not holds_under(t, cap)]
+    if altered:
+        log.info("%s: trials %s do not hold under max_epochs %d; study %s-epochs%d", run, altered, cap, name, cap)
+        study = optuna.create_study(
+            study_name=f"{name}-epochs{cap}", direction="maximize", load_if_exists=True, storage=journal
+        )
     for stale in study.get_trials(deepcopy=False, states=(TrialState.RUNNING,)):
         log.info("%s: trial %d was interrupted; marked failed and redone", run, stale.number)
         study.tell(stale.number, state=TrialState.FAIL)
@@ -146,12 +180,14 @@ def run_study(
         )
         trial = study.ask()
         values = suggest(trial, space)
-        value = float(objective(values))
-        if not np.isfinite(value):
-            raise RuntimeError(f"{run}: trial {done} gave validation MAP@R {value} at {values}")
-        study.tell(trial, value)
+        result = objective(values)
+        if not np.isfinite(result.value):
+            raise RuntimeError(f"{run}: trial {done} gave validation MAP@R {result.value} at {values}")
+        for key, attr in (("max_epochs", cap), ("epochs_run", result.epochs_run), ("capped", result.capped)):
+            trial.set_user_attr(key, attr)
+        study.tell(trial, result.value)
         if progress is not None:
-            progress(done, values, value)
+            progress(done, values, result.value)
     return study
 
 
@@ -160,18 +196,25 @@ def completed_trials(study) -> list[dict]:
     from optuna.trial import TrialState
 
     return [
-        {"trial": i, "val_map_at_r": t.value, "values": dict(t.params)}
+        {
+            "trial": i,
+            "val_map_at_r": t.value,
+            "values": dict(t.params),
+            **{k: t.user_attrs[k] for k in ("max_epochs", "epochs_run", "capped") if k in t.user_attrs},
+        }
         for i, t in enumerate(study.get_trials(deepcopy=False, states=(TrialState.COMPLETE,)))
     ]
 
 
-def validation_objective(params: Params, run: str, data: str, features: str) -> Callable[[dict[str, float]], float]:
+def validation_objective(
+    params: Params, run: str, data: str, features: str
+) -> Callable[[dict[str, float]], TrialResult]:
     """The trial objective: mean over the MLRC folds of the best validation MAP@R of `run` trained at the
     trial's values with the first replicate seed, the folds in `train.workers` processes; no test class is used."""
     from pipeline.jobs import FoldJob, run_fold_job
     from pipeline.parallel import run_jobs
 
-    def objective(values: dict[str, float]) -> float:
+    def objective(values: dict[str, float]) -> TrialResult:
         tuned = apply_values(params, values)
         jobs = [
             FoldJob(tuned, run, fold, data, features, seed=params.experiment.seeds[0], test=False)
@@ -180,6 +223,10 @@ def validation_objective(params: Params, run: str, data: str, features: str) -> 
         outcomes = run_jobs(
             run_fold_job, jobs, params.train.workers, params.train.threads_per_worker, desc=f"{run} trial"
         )
-        return float(np.mean([o.best_val_map_at_r for o in outcomes]))
+        return TrialResult(
+            float(np.mean([o.best_val_map_at_r for o in outcomes])),
+            max(len(o.history) - 1 for o in outcomes),
+            any(o.stop_reason == "max_epochs" for o in outcomes),
+        )
 
     return objective

@@ -15,7 +15,7 @@ from pathlib import Path
 import pandas as pd
 
 from pipeline.io import write_text
-from pipeline.reporting import budgets, comparison, figures, index, tuning
+from pipeline.reporting import budgets, comparison, figures, forest, index, tuning
 from pipeline.reporting.claims import (
     RANGE_END,
     STILL_IMPROVING,
@@ -80,7 +80,6 @@ def write_results(params, inputs, out: Path, context: str) -> None:
 
 def write_claims(params, inputs, out: Path, context: str) -> pd.DataFrame:
     """reports/claims.md and .csv: every testable claim of the papers with its paired difference and verdict."""
-    untrained = frozenset(budgets.untrained_runs(inputs["budgets"]))
     table = claims_table(
         paper_claims(params.ccp.losses, params.profs.losses),
         inputs["metrics"],
@@ -88,11 +87,13 @@ def write_claims(params, inputs, out: Path, context: str) -> pd.DataFrame:
         inputs["per_class"],
         params.report.bootstrap_samples,
         params.seed,
-        untrained,
+        budgets.failed_models(inputs["budgets"]),
+        inputs["budgets"].groupby("run").cut_while_improving.sum().to_dict(),
     )
-    counts = table.verdict.value_counts()
-    shown = ("reproduced", "contradicted", "inconclusive", "not run", *(("not trained",) if untrained else ()))
+    counts, holm_counts = table.verdict.value_counts(), table.verdict_holm.value_counts()
+    shown = ("reproduced", "contradicted", "inconclusive", "not tested", "not run")
     summary = ", ".join(f"{counts.get(v, 0)} {v}" for v in shown)
+    summary_holm = ", ".join(f"{holm_counts.get(v, 0)} {v}" for v in shown[:3])
     models = len(params.experiment.folds) * len(params.experiment.seeds)
     text = (
         "# Do the papers' claims hold here?\n\n"
@@ -103,17 +104,24 @@ def write_claims(params, inputs, out: Path, context: str) -> pd.DataFrame:
         f"{len(params.poc.seeds)} seeds (`poc.seeds`)\n"
         "- the runs of a claim start from the same initial network and see the same batches until their methods "
         "differ (common random numbers); every run has the same budget rule (see [budgets.md](budgets.md))\n"
-        "- two 95% intervals of the mean difference: the paired t interval over the models (another draw of seeds), "
-        f"and a paired bootstrap over test classes and models ({params.report.bootstrap_samples} resamples; the "
-        "claims are about classes the models never saw); the verdict uses the wider (bold), on MAP@R: "
-        "**reproduced** when it lies above 0, **contradicted** when below 0, **inconclusive** when it contains 0; "
-        "a claim whose runs are not configured is **not run**; a claim on a run that did not train (most of its "
-        "models kept the untrained network, best epoch 0 in [budgets.md](budgets.md)) is **not trained**: its "
-        "difference measures our settings for that run, not the method\n"
+        "- the unit is the fold: a fold's seeds share its classes and fail together, so the models of a claim are "
+        f"{len(params.experiment.folds)} observations, not {models}. Two 95% intervals of the mean difference: the t "
+        "interval over the fold means, and a cluster bootstrap that resamples the folds, then the test classes "
+        f"({params.report.bootstrap_samples} resamples; the claims are about classes the models never saw). Verdict, "
+        "on MAP@R: **reproduced** when both intervals lie above 0, **contradicted** when both lie below, "
+        "**inconclusive** otherwise; **Holm**: the same verdicts after Holm's adjustment over the claims tested "
+        "here (each with the larger of its two p-values), for a family of claims read together\n"
+        "- a compared model **failed** when it kept epoch 0 or 1 or its validation MAP@R never rose above the "
+        "untrained network's ([budgets.md](budgets.md)); such models are named, the claim is measured again "
+        "without their pairs, and where that changes the verdict the claim is **not tested** (its difference rests "
+        "on a failure); so is a claim with more than one model of an arm cut by a cap while improving (the epoch "
+        "cap or ccp.max_subproblems: raise it for the data set); a claim whose runs are not configured is "
+        "**not run**\n"
         "- the papers measured these claims on CUB200 / Cars196 / SOP / In-shop (and MNIST for the 2-D case); a "
         "verdict here is about this data set and these settings, not about theirs\n\n"
-        f"**{summary}** of {len(table)} claims.\n\n"
+        f"**{summary}** of {len(table)} claims; after Holm's adjustment **{summary_holm}**.\n\n"
         + claims_markdown(table, params.report.decimals)
+        + _failed_note(table)
         + _cut_note(table, inputs["budgets"])
         + flagged_runs_note(table, tuning.runs_at_range_ends(params, inputs["tuning"]), RANGE_END)
         + flagged_runs_note(table, tuning.runs_still_improving(inputs["tuning"]), STILL_IMPROVING)
@@ -121,6 +129,16 @@ def write_claims(params, inputs, out: Path, context: str) -> pd.DataFrame:
     write_text(out / "claims.md", text)
     write_text(out / "claims.csv", table.to_csv(index=False, float_format="%.4f"))
     return table
+
+
+def _failed_note(claims: pd.DataFrame) -> str:
+    """The failed models of every claim that has any, by name (the table gives their count)."""
+    rows = claims[claims.flagged_models != ""]
+    if rows.empty:
+        return "\nNo compared model failed ([budgets.md](budgets.md)).\n"
+    lines = [f"- {r.claim}: {', '.join(f'`{m}`' for m in r.flagged_models.split())}" for _, r in rows.iterrows()]
+    lead = "\n**Failed models** (kept epoch 0 or 1, or never above the untrained network):\n\n"
+    return lead + "\n".join(lines) + "\n"
 
 
 def _cut_note(claims: pd.DataFrame, models: pd.DataFrame) -> str:
@@ -151,7 +169,10 @@ def write_budgets(params, inputs, out: Path, context: str) -> None:
         "- epochs of train.steps_per_epoch steps; best and stop epoch per model: median (min-max) over the "
         "fold x seed models; sub-problems (CCP, Loss-Proxy: 1) or projections (PROFS) reached per model\n"
         "- **cut while improving**: a model that stopped fewer than `patience` epochs after its best epoch "
-        "(at the epoch cap or ccp.max_subproblems), so its curve may not have flattened\n"
+        "(at the epoch cap or ccp.max_subproblems), so its curve may not have flattened; a claim with more than one "
+        "such model in an arm is not tested ([claims.md](claims.md))\n"
+        "- **failed models**: kept epoch 0 or 1, or never rose above the untrained network's validation MAP@R "
+        "(epoch 0); named in the claims they take part in, which are measured again without them\n"
         "- the curves: [figures/validation_curves.png](figures/validation_curves.png)\n\n"
         + budgets.budget_markdown(models, inputs["patience"], inputs["max_epochs"])
         + "\n## Would a shorter patience have changed what was kept?\n\n"
@@ -168,7 +189,7 @@ def write_budgets(params, inputs, out: Path, context: str) -> None:
     write_text(out / "budgets.csv", models.to_csv(index=False))
 
 
-def write_comparisons(params, inputs, out: Path, context: str) -> list[str]:
+def write_comparisons(params, inputs, out: Path, context: str, claims: pd.DataFrame) -> list[str]:
     """The comparison tables per protocol (md, csv, tex) and, on a data set no paper reports, the
     orientation and rank-agreement tables. Returns the markdown files written."""
     published, decimals, name = inputs["published"], params.report.decimals, params.data.name
@@ -214,13 +235,22 @@ def write_comparisons(params, inputs, out: Path, context: str) -> list[str]:
             "3-6, Revisiting supplement Tables 4-9). Measured values on this data set are in the tables beside.\n\n"
             + orient.to_markdown(floatfmt=f".{decimals}f").replace("nan", "-")
             + "\n\n"
-            "## Do the runs come out in the same order here as in the papers?\n\n"
+            "## Does CCP help here where the papers say it does? (signs, per loss)\n\n"
+            "CCP - batch: ours against the CCP supplement's CCP-L - batch on each of its data sets (MLRC, separated "
+            "128-D MAP@R, points); CCP - Loss-Proxy: ours with the verdict of its claim ([claims.md](../claims.md)) "
+            "against CCP Fig. 4a, which claims a gain for every loss without giving numbers. A sign is evidence only "
+            "as far as its claim's interval goes.\n\n"
+            + comparison.sign_agreement(
+                inputs["map_at_r"].value, published, claims, [loss for loss in params.ccp.losses]
+            )
+            + "\n## Do the runs come out in the same order here as in the papers?\n\n"
             "Spearman's rank correlation between our measured value (this data set, same column: separated mean or "
-            "concatenated) and the "
-            "published one, over the runs both report (at least 3). Near 1: the same order; near 0: unrelated; "
-            "with 3-5 runs a single swap moves rho a lot.\n\n"
-            + ranks.drop(columns="run_names").to_markdown(index=False, floatfmt=".2f")
-            + "\n"
+            "concatenated) and the published one, over the runs both report (at least 3), with its two-sided "
+            "p-value (no association). The ceiling is the range of the same correlation between the paper's own "
+            "data sets over the same runs: how well the benchmarks agree with each other, the most that a stand-in "
+            "data set can be expected to reach. With 8 runs, rho must exceed about 0.74 for p < 0.05; a rho "
+            "within the ceiling's range is agreement as good as the benchmarks', not proof that the methods rank "
+            "the same here.\n\n" + ranks.drop(columns="run_names").to_markdown(index=False, floatfmt=".2f") + "\n"
         )
         write_text(out / "tables" / "published_vs_measured.md", text)
         write_text(out / "tables" / "rank_agreement.csv", ranks.to_csv(index=False, float_format="%.4f"))
@@ -351,9 +381,14 @@ def main(params, args):
     context = context_lines(params, inputs)
     write_results(params, inputs, out, context)
     claims = write_claims(params, inputs, out, context)
+    companions = dict(c.split("=", 1) for c in params.report.companions)
+    forest.forest_figure(
+        {params.data.name: claims, **{n: forest.read_companion(n, Path(p)) for n, p in companions.items()}},
+        out / "figures" / "claims_forest.png",
+    )
     write_budgets(params, inputs, out, context)
     write_tuning(params, inputs, out, context)
-    tables = write_comparisons(params, inputs, out, context)
+    tables = write_comparisons(params, inputs, out, context, claims)
     write_figures(params, inputs, out)
     write_subproblems(params, inputs, out, context)
     write_lanml(params, inputs, out)

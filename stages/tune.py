@@ -16,7 +16,7 @@ from pathlib import Path
 
 from pipeline.config import to_dict
 from pipeline.io import atomic_path, write_json
-from pipeline.tuning import apply_values, completed_trials, run_study, study_name, tuning_order, validation_objective
+from pipeline.tuning import apply_values, completed_trials, run_study, tuning_order, validation_objective
 from stages._common import run
 
 log = logging.getLogger("stages.tune")
@@ -57,7 +57,7 @@ def record(params, name: str, inherited: dict, studies: Path, data: str, feature
     best = max(history, key=lambda t: t["val_map_at_r"])  # the first of equal ones
     return {
         **base,
-        "study": study_name(fixed, name, inherited),
+        "study": study.study_name,
         "trials": len(history),
         "values": {**inherited, **best["values"]},
         "best_trial": best["trial"],

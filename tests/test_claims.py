@@ -1,6 +1,7 @@
 """The claims table (pipeline/reporting/claims.py) and the papers' run names (pipeline/reporting/names.py)."""
 
 import numpy as np
+import pandas as pd
 import pytest
 from scipy import stats
 
@@ -10,7 +11,9 @@ from pipeline.reporting.claims import (
     Claim,
     claims_markdown,
     claims_table,
+    cluster_bootstrap,
     flagged_runs_note,
+    holm,
     paper_claims,
     verdict,
 )
@@ -18,7 +21,7 @@ from pipeline.reporting.names import label, paper_name
 
 
 def run_metrics(map_at_r: list[float], p1: list[float] | None = None) -> dict:
-    """A metrics file with one model per value: fold k, seed 0 / 1 alternating."""
+    """A metrics file with one model per value: models 2k and 2k + 1 are fold k's seeds 0 and 1."""
     p1 = p1 or map_at_r
     models = {
         f"fold_{i // 2}_seed_{i % 2}": {"map_at_r": m, "precision_at_1": p}
@@ -27,14 +30,18 @@ def run_metrics(map_at_r: list[float], p1: list[float] | None = None) -> dict:
     return {"separated": {"models": models}}
 
 
-def test_paired_difference_interval_and_verdict_by_hand():
-    # differences 0.01, 0.02, 0.03, 0.02 (in fractions) -> 1, 2, 3, 2 points: mean 2, s = sqrt(2/3)
-    metrics = {"a": run_metrics([0.50, 0.40, 0.30, 0.20]), "b": run_metrics([0.51, 0.42, 0.33, 0.22])}
-    row = claims_table([Claim("b beats a", "paper", "a", "b")], metrics, {}).iloc[0]
-    half = stats.t.ppf(0.975, 3) * np.sqrt(2 / 3) / 2
-    assert row.map_at_r_diff == pytest.approx(2.0)
-    assert (row.map_at_r_low, row.map_at_r_high) == pytest.approx((2 - half, 2 + half))
-    assert row.pairs == 4 and row.verdict == "reproduced"
+def test_the_t_interval_is_over_fold_means_by_hand():
+    # differences (points) per model: fold 0: 1, 3; fold 1: 2, 2; fold 2: 4, 2; fold 3: 0, 2 -> fold means 2, 2, 3, 1
+    base = [0.50, 0.50, 0.40, 0.40, 0.30, 0.30, 0.20, 0.20]
+    better = [0.51, 0.53, 0.42, 0.42, 0.34, 0.32, 0.20, 0.22]
+    row = claims_table([Claim("b beats a", "paper", "a", "b")], {"a": run_metrics(base), "b": run_metrics(better)}, {})
+    row = row.iloc[0]
+    means = np.array([2.0, 2.0, 3.0, 1.0])
+    half = stats.t.ppf(0.975, 3) * means.std(ddof=1) / 2
+    assert row.map_at_r_diff == pytest.approx(2.0) and (row.pairs, row.folds) == (8, 4)
+    assert (row.map_at_r_t_low, row.map_at_r_t_high) == pytest.approx((2 - half, 2 + half))
+    assert row.map_at_r_t_p == pytest.approx(stats.ttest_1samp(means, 0).pvalue)
+    assert row.verdict == "reproduced" and np.isnan(row.map_at_r_boot_low)  # no per-class scores: t only
 
 
 def test_pairs_are_matched_by_model_not_by_order():
@@ -43,28 +50,76 @@ def test_pairs_are_matched_by_model_not_by_order():
         "separated": {"models": dict(reversed(list(run_metrics([0.6, 0.7, 0.8, 0.9])["separated"]["models"].items())))}
     }
     row = claims_table([Claim("c", "s", "a", "b")], {"a": a, "b": b}, {}).iloc[0]
-    assert row.map_at_r_diff == pytest.approx(10.0) and row.map_at_r_high - row.map_at_r_low == pytest.approx(
-        0.0, abs=1e-9
+    assert row.map_at_r_diff == pytest.approx(10.0)
+    assert row.map_at_r_t_high - row.map_at_r_t_low == pytest.approx(0.0, abs=1e-9)
+
+
+def fold_means_metrics(means: list[float], base: float = 0.5) -> dict:
+    """Runs a and b whose difference b - a is `means[k]` points on both seeds of fold k."""
+    a = run_metrics([base] * (2 * len(means)))
+    b = run_metrics([base + m / 100 for m in means for _ in range(2)])
+    return {"a": a, "b": b}
+
+
+def test_a_verdict_needs_every_interval():
+    assert verdict([(0.1, 2.0), (0.2, 1.0)]) == "reproduced" and verdict([(-2.0, -0.1)]) == "contradicted"
+    assert (
+        verdict([(0.1, 2.0), (-0.1, 1.0)]) == "inconclusive" and verdict([(-2.0, -0.1), (0.1, 1.0)]) == "inconclusive"
     )
-
-
-def test_verdicts_and_not_run():
-    assert verdict(0.1, 2.0) == "reproduced" and verdict(-2.0, -0.1) == "contradicted"
-    assert verdict(-0.1, 0.1) == "inconclusive" and verdict(float("nan"), float("nan")) == "inconclusive"
-    metrics = {"a": run_metrics([0.5, 0.6]), "b": run_metrics([0.4, 0.5])}
+    assert verdict([(float("nan"), float("nan"))]) == "inconclusive" and verdict([]) == "inconclusive"
+    metrics = fold_means_metrics([-10.0, -9.0, -11.0])
     table = claims_table([Claim("b beats a", "s", "a", "b"), Claim("z beats a", "s", "a", "z")], metrics, {})
     assert table.verdict.tolist() == ["contradicted", "not run"]
     text = claims_markdown(table, 2)
-    assert "**not run**" in text and "-10.00 [-10.00, -10.00]" in text
+    assert "**not run**" in text and "| -10.00 [" in text and "| 6 (3) |" in text
 
 
-def test_a_claim_on_a_run_that_did_not_train_gets_no_verdict():
-    """The difference is still shown, but a run whose models kept their untrained start decides nothing."""
-    metrics = {"a": run_metrics([0.5, 0.6]), "b": run_metrics([0.6, 0.7]), "c": run_metrics([0.7, 0.8])}
-    claims = [Claim("b beats a", "s", "a", "b"), Claim("c beats b", "s", "b", "c"), Claim("z beats a", "s", "a", "z")]
-    table = claims_table(claims, metrics, {}, untrained=frozenset({"a"}))
-    assert table.verdict.tolist() == ["not trained", "reproduced", "not run"]
-    assert table.map_at_r_diff.iloc[0] == pytest.approx(10.0)
+def test_holm_adjusts_by_hand():
+    p = pd.Series([0.01, 0.04, np.nan, 0.03, 0.005])
+    # sorted 0.005, 0.01, 0.03, 0.04 times 4, 3, 2, 1 = 0.02, 0.03, 0.06, 0.04; running maximum 0.02, 0.03, 0.06, 0.06
+    adjusted = holm(p)
+    assert adjusted[[0, 1, 3, 4]].tolist() == pytest.approx([0.03, 0.06, 0.06, 0.02]) and np.isnan(adjusted[2])
+
+
+def test_holm_verdicts_keep_only_what_survives_the_family():
+    """Five claims with fold means 1, 1, 1 + d, 1 - d: each reproduced alone (t-test p from 0.0001 to 0.047), but
+    after Holm over the five only the first (p x 5 = 0.0007; the second's 0.016 x 4 = 0.065)."""
+    metrics, claims = {"a": run_metrics([0.5] * 8)}, []
+    for k, d in enumerate([0.1, 0.5, 0.6, 0.7, 0.75]):
+        metrics[f"b{k}"] = fold_means_metrics([1.0, 1.0, 1.0 + d, 1.0 - d])["b"]
+        claims.append(Claim(f"b{k} beats a", "s", "a", f"b{k}"))
+    table = claims_table(claims, metrics, {})
+    assert table.verdict.tolist() == ["reproduced"] * 5
+    assert table.p_holm.tolist() == pytest.approx(holm(table.p).tolist())
+    assert table.verdict_holm.tolist() == ["reproduced"] + ["inconclusive"] * 4
+
+
+def test_failed_models_leave_a_claim_not_tested_unless_its_verdict_survives_without_them():
+    """b's fold 3 models failed (they stayed at a's level). Claim 1 (b beats a) gains 2 points on folds 0-2 and
+    none on the failed fold: inconclusive with it, reproduced without it, so not tested. Claim 3 (c beats b) gains
+    on every fold; leaving out fold 3's pairs keeps its verdict, which stands with the models named."""
+    a = run_metrics([0.5] * 8)
+    b = run_metrics([0.52, 0.52, 0.522, 0.522, 0.518, 0.518, 0.5, 0.5])
+    c = run_metrics([0.55, 0.56, 0.56, 0.55, 0.57, 0.56, 0.58, 0.57])
+    failed = frozenset({("b", "fold_3_seed_0"), ("b", "fold_3_seed_1")})
+    claims = [Claim("b beats a", "s", "a", "b"), Claim("c beats a", "s", "a", "c"), Claim("c beats b", "s", "b", "c")]
+    table = claims_table(claims, {"a": a, "b": b, "c": c}, {}, failed=failed)
+    assert table.verdict.tolist() == ["not tested", "reproduced", "reproduced"]
+    flagged = "b:fold_3_seed_0 b:fold_3_seed_1"
+    assert table.flagged_models.tolist() == [flagged, "", flagged]
+    assert table.verdict_without_flagged.tolist() == ["reproduced", "", "reproduced"]
+    assert np.isnan(table.p_holm.iloc[0]) and table.verdict_holm.iloc[0] == "not tested"  # not in the family
+    text = claims_markdown(table, 2)
+    assert "| **not tested** | not tested | 2 failed: verdict without them reproduced |" in text
+
+
+def test_a_claim_with_more_than_one_model_of_an_arm_cut_by_a_cap_is_not_tested():
+    metrics = fold_means_metrics([2.0, 2.2, 1.8])
+    claim = [Claim("b beats a", "s", "a", "b")]
+    assert claims_table(claim, metrics, {}, cut={"b": 1}).verdict.iloc[0] == "reproduced"  # one: the cap rule allows
+    table = claims_table(claim, metrics, {}, cut={"a": 0, "b": 3})
+    assert table.verdict.iloc[0] == "not tested" and table.capped_arms.iloc[0] == "b:3"
+    assert "| b: 3 models cut by a cap |" in claims_markdown(table, 2)
 
 
 def test_proof_of_concept_claim_pairs_by_seed():
@@ -75,6 +130,7 @@ def test_proof_of_concept_claim_pairs_by_seed():
     claim = next(c for c in paper_claims([], []) if c.where == "poc")
     row = claims_table([claim], {}, poc).iloc[0]
     assert row.map_at_r_diff == pytest.approx(4.0) and np.isnan(row.precision_at_1_diff)  # MAP@R only in 2-D
+    assert (row.pairs, row.folds) == (2, 2)  # the seeds are its unit
 
 
 def test_paper_claims_cover_the_issue_list():
@@ -101,10 +157,8 @@ def test_paper_names():
     assert label("c2_ccp") == "C2-CCP (`c2_ccp`)" and label("c2_ccp", latex=True) == r"C2-CCP (c2\_ccp)"
 
 
-def per_class_scores(values: dict[str, list[float]], queries: list[int], metric_values=None):
+def per_class_scores(values: dict[str, list[float]], queries: list[int]):
     """Per-class scores of one run: columns queries and <model>:map_at_r / :precision_at_1 (same values)."""
-    import pandas as pd
-
     frame = pd.DataFrame({"queries": queries}, index=pd.Index(range(len(queries)), name="class"))
     for model, v in values.items():
         frame[f"{model}:map_at_r"] = v
@@ -113,85 +167,74 @@ def per_class_scores(values: dict[str, list[float]], queries: list[int], metric_
 
 
 def test_bootstrap_of_a_constant_difference_is_that_difference():
-    from pipeline.reporting.claims import class_bootstrap
-
     rng = np.random.default_rng(0)
     base = {m: rng.random(6).tolist() for m in ("fold_0_seed_0", "fold_1_seed_0", "fold_0_seed_1")}
     better = {m: [x + 0.03 for x in v] for m, v in base.items()}  # +3 points on every class of every model
-    low, high = class_bootstrap(
-        per_class_scores(base, [2, 5, 1, 3, 3, 9]),
-        per_class_scores(better, [2, 5, 1, 3, 3, 9]),
-        sorted(base),
-        "map_at_r",
-        500,
-        seed=1,
+    queries = [2, 5, 1, 3, 3, 9]
+    low, high, p = cluster_bootstrap(
+        per_class_scores(base, queries), per_class_scores(better, queries), sorted(base), "map_at_r", 500, seed=1
     )
-    assert low == pytest.approx(3.0) and high == pytest.approx(3.0)
+    assert low == pytest.approx(3.0) and high == pytest.approx(3.0) and p == 0.0
 
 
-def test_bootstrap_formula_against_an_explicit_resampling_loop():
-    """The vectorised statistic equals, replicate by replicate, the mean over resampled model pairs of the
-    query-weighted mean difference over resampled classes (the same draws, computed the long way)."""
-    from pipeline.reporting.claims import class_bootstrap
-
+def test_cluster_bootstrap_against_an_explicit_resampling_loop():
+    """The vectorised statistic equals, replicate by replicate, the mean over resampled folds of each fold's mean
+    over its model pairs of the query-weighted mean difference over resampled classes (the same draws, computed
+    the long way), and its p-value the share of replicates on either side of 0."""
     rng = np.random.default_rng(3)
-    models, queries = ["fold_0_seed_0", "fold_1_seed_0", "fold_2_seed_0"], [1, 4, 2, 3, 5]
+    models, queries = ["fold_0_seed_0", "fold_0_seed_1", "fold_1_seed_0", "fold_2_seed_0"], [1, 4, 2, 3, 5]
     base = {m: rng.random(5).tolist() for m in models}
-    better = {m: rng.random(5).tolist() for m in models}
+    better = {m: (rng.random(5) - 0.3).tolist() for m in models}
     samples, seed = 400, 7
-    low, high = class_bootstrap(
+    low, high, p = cluster_bootstrap(
         per_class_scores(base, queries), per_class_scores(better, queries), models, "map_at_r", samples, seed
     )
     draw = np.random.default_rng(seed)
+    u = draw.multinomial(3, np.full(3, 1 / 3), size=samples)
     w = draw.multinomial(5, np.full(5, 1 / 5), size=samples)
-    v = draw.multinomial(3, np.full(3, 1 / 3), size=samples)
+    by_fold = {0: models[:2], 1: models[2:3], 2: models[3:]}
     stats_ = []
-    for b in range(samples):
-        classes = np.repeat(np.arange(5), w[b])  # the resampled classes, each with its queries
-        pairs = np.repeat(np.arange(3), v[b])
-        per_pair = []
-        for p in pairs:
-            m = models[p]
-            diff = sum((better[m][c] - base[m][c]) * queries[c] for c in classes)
-            per_pair.append(100 * diff / sum(queries[c] for c in classes))
-        stats_.append(np.mean(per_pair))
+    for r in range(samples):
+        classes = np.repeat(np.arange(5), w[r])  # the resampled classes, each with its queries
+        fold_means = []
+        for f in np.repeat(np.arange(3), u[r]):
+            pair_values = [
+                100 * sum((better[m][c] - base[m][c]) * queries[c] for c in classes) / sum(queries[c] for c in classes)
+                for m in by_fold[f]
+            ]
+            fold_means.append(np.mean(pair_values))
+        stats_.append(np.mean(fold_means))
+    stats_ = np.array(stats_)
     assert (low, high) == pytest.approx(tuple(np.percentile(stats_, [2.5, 97.5])), rel=1e-9)
+    assert p == pytest.approx(min(1, 2 * min(np.mean(stats_ <= 0), np.mean(stats_ >= 0))))
 
 
-def test_verdict_takes_the_wider_interval():
-    """Every model gains 2 points on average (a tight t interval), but the gain sits on one class of five:
-    resampling the test classes shows that the evidence rests on that class, and the verdict follows it."""
+def test_a_gain_on_one_test_class_is_not_reproduced():
+    """Every fold gains 2 points on average (a tight t interval over fold means), but the gain sits on one test
+    class of five: resampling the test classes shows that the evidence rests on that class, so the bootstrap
+    interval holds 0 and the verdict, which needs both, is inconclusive."""
     models = [f"fold_{f}_seed_{s}" for f in range(4) for s in (0, 1)]
     base_values = {m: [0.5] * 5 for m in models}
     better_values = {m: [0.5, 0.5, 0.5, 0.5, 0.6 + 0.001 * i] for i, m in enumerate(models)}
     queries = [4] * 5
-    metrics = {
-        "a": {"separated": {"models": {m: {"map_at_r": 0.5, "precision_at_1": 0.5} for m in models}}},
-        "b": {
+
+    def metric_file(values):
+        return {
             "separated": {
                 "models": {
-                    m: {
-                        "map_at_r": float(np.average(better_values[m], weights=queries)),
-                        "precision_at_1": float(np.average(better_values[m], weights=queries)),
-                    }
-                    for m in models
+                    m: {"map_at_r": float(np.average(v, weights=queries)), "precision_at_1": 0.5}
+                    for m, v in values.items()
                 }
             }
-        },
-    }
+        }
+
+    metrics = {"a": metric_file(base_values), "b": metric_file(better_values)}
     per_class = {"a": per_class_scores(base_values, queries), "b": per_class_scores(better_values, queries)}
     claim = [Claim("b beats a", "paper", "a", "b")]
-    t_only = claims_table(claim, metrics, {}).iloc[0]
-    assert t_only.verdict == "reproduced" and t_only.map_at_r_interval == "t"
+    assert claims_table(claim, metrics, {}).iloc[0].verdict == "reproduced"  # t over fold means alone
     row = claims_table(claim, metrics, {}, per_class, samples=2000, seed=0).iloc[0]
-    assert row.map_at_r_interval == "bootstrap" and row.map_at_r_boot_low <= 0 < row.map_at_r_t_low
-    assert row.verdict == "inconclusive" and (row.map_at_r_low, row.map_at_r_high) == (
-        row.map_at_r_boot_low,
-        row.map_at_r_boot_high,
-    )
+    assert row.map_at_r_boot_low <= 0 < row.map_at_r_t_low and row.verdict == "inconclusive"
     assert row.map_at_r_diff == pytest.approx(100 * (0.1 + 0.0035) / 5)  # mean of (0.1 + 0.001 i) / 5, i = 0..7
-    text = claims_markdown(claims_table(claim, metrics, {}, per_class, 2000, 0), 2)
-    assert "| +2.07 [+2.03, +2.11] | **+2.07 [" in text  # the t interval, then the bootstrap's in bold
 
 
 def test_compared_runs_tuned_at_a_range_end_are_named_under_the_table():

@@ -198,9 +198,7 @@ def test_budget_table_and_patience_replay_by_hand():
     models = budgets.per_model(logs, {"a": 3, "b": 3, "c": 4}, 1e-5)
     assert models[["best_epoch", "stop_epoch"]].values.tolist() == [[4, 7], [3, 3], [4, 7], [1, 5]]
     assert models.cut_while_improving.tolist() == [False, True, False, False]
-    assert budgets.untrained_runs(models) == set()
-    start = pd.DataFrame({"run": ["u", "u", "u", "v", "v"], "best_epoch": [0, 0, 3, 0, 2]})
-    assert budgets.untrained_runs(start) == {"u"}  # 2 of 3 models kept epoch 0; v: 1 of 2 is not most
+    assert models.failed.tolist() == [False, False, False, True]  # c/m0 kept epoch 1
     models, logs = models[models.run != "c"], logs[logs.run != "c"]
     assert models.units.iloc[2] == 2 and models.unit.iloc[2] == "sub-problems" and pd.isna(models.units.iloc[0])
     # patience 1: model a/m0 stops after epoch 2 keeping 0.5 (0.1 lost); a/m1 keeps rising (nothing lost); CCP b/m0
@@ -210,8 +208,23 @@ def test_budget_table_and_patience_replay_by_hand():
     assert replay.mean_val_map_at_r_lost.iloc[0] == pytest.approx(100 * (0.1 + 0.0 + 0.2) / 3)
     assert replay.max_val_map_at_r_lost.iloc[0] == pytest.approx(20.0)
     text = budgets.budget_markdown(models, {"a": 3, "b": 3}, {"a": 3, "b": 10})
-    assert "| a | 3 / 3 | 3.5 (3-4) | 5 (3-7) | - | **1 of 2** |" in text
-    assert "| b | 3 / 10 | 4 (4-4) | 7 (7-7) | 2 (2-2) sub-problems | 0 of 1 |" in text
+    assert "| a | 3 / 3 | 3.5 (3-4) | 5 (3-7) | - | **1 of 2** | - |" in text
+    assert "| b | 3 / 10 | 4 (4-4) | 7 (7-7) | 2 (2-2) sub-problems | 0 of 1 | - |" in text
+
+
+def test_the_failure_rule():
+    """A model failed when it kept epoch 0 or 1, or never rose above the untrained network (epoch 0)."""
+    from pipeline.reporting import budgets
+
+    def fails(curve, best):
+        return budgets.failed(pd.Series(curve), best)
+
+    assert fails([0.3, 0.2, 0.25], 0) and fails([0.3, 0.4, 0.35, 0.38], 1)  # kept epoch 0; kept epoch 1
+    assert fails([0.3, 0.3, 0.3], 0) and fails([0.3], 0)  # never above the start; never trained
+    assert not fails([0.3, 0.31, 0.35], 2)
+    models = pd.DataFrame({"run": ["a", "a", "b"], "model": ["fold-0-seed-0", "fold-3-seed-1", "fold-3-seed-1"]})
+    models["failed"] = [False, True, True]
+    assert budgets.failed_models(models) == {("a", "fold_3_seed_1"), ("b", "fold_3_seed_1")}
 
 
 def test_publish_copies_byte_for_byte_and_replaces_whole_folders(tmp_path):

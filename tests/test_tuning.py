@@ -12,7 +12,7 @@ import torch
 from pipeline.config import ParamsError, params_from_dict
 from pipeline.experiment import train_fold
 from pipeline.features import FeatureCache
-from pipeline.tuning import apply_values, completed_trials, run_study, study_name
+from pipeline.tuning import TrialResult, apply_values, completed_trials, run_study, study_name
 from tests.conftest import merge
 from tests.test_stages import run_stage
 
@@ -28,13 +28,14 @@ def tune_params(tiny_dict):
     return params_from_dict(merge(tiny_dict, {"tune": {"startup_trials": 4, "spaces": {"ms": SPACE}}}))
 
 
-def bowl(values: dict) -> float:
+def bowl(values: dict, epochs_run: int = 10, capped: bool = False) -> TrialResult:
     """A cheap objective with its maximum inside the space: the sampler must move towards it."""
-    return (
+    value = (
         -((np.log10(values["baselines.ms.loss.alpha"]) - 1) ** 2)
         - (values["baselines.ms.loss.base"] - 0.3) ** 2
         - 0.01 * (values["ccp.pool_size"] - 5) ** 2
     )
+    return TrialResult(value, epochs_run, capped)
 
 
 def test_apply_values_sets_the_keys_and_keeps_everything_else(tune_params):
@@ -108,6 +109,29 @@ def test_the_same_params_give_the_same_trials_and_a_resumed_study_the_same_as_an
     assert all(3 <= t["values"]["ccp.pool_size"] <= 9 and isinstance(t["values"]["ccp.pool_size"], int) for t in whole)
 
 
+def with_cap(params, cap: int):
+    return dataclasses.replace(params, train=dataclasses.replace(params.train, max_epochs=cap))
+
+
+def test_a_new_epoch_cap_reruns_only_the_studies_it_alters(tune_params, tmp_path):
+    """Trials whose models all stopped below the cap hold under a higher one: the study goes on. A study with a trial
+    the cap cut, or one that trained beyond a lowered cap, runs again under a name with the cap."""
+    journal = tmp_path / "s.journal"
+    first = run_study(with_cap(tune_params, 60), "ms", lambda v: bowl(v, 40), journal, trials=5)
+    before = completed_trials(first)
+    higher = run_study(with_cap(tune_params, 200), "ms", lambda v: bowl(v, 120), journal, trials=7)
+    assert higher.study_name == first.study_name == study_name(tune_params, "ms")  # the cap is not in the name
+    trials = completed_trials(higher)
+    assert [t["max_epochs"] for t in trials] == [60] * 5 + [200] * 2 and trials[:5] == before
+    lower = run_study(with_cap(tune_params, 100), "ms", lambda v: bowl(v, 30), journal, trials=3)
+    assert lower.study_name == f"{first.study_name}-epochs100"  # trials 5 and 6 trained 120 epochs
+    assert [t["max_epochs"] for t in completed_trials(lower)] == [100] * 3
+    cut = tmp_path / "cut.journal"
+    run_study(with_cap(tune_params, 60), "ms", lambda v: bowl(v, 60, capped=True), cut, trials=2)
+    assert run_study(with_cap(tune_params, 400), "ms", bowl, cut, trials=2).study_name.endswith("-epochs400")
+    assert run_study(with_cap(tune_params, 60), "ms", bowl, cut, trials=2).study_name == first.study_name
+
+
 def test_changed_settings_start_a_new_study_and_more_trials_continue_one(tune_params):
     more = dataclasses.replace(tune_params, tune=dataclasses.replace(tune_params.tune, trials=50))
     assert study_name(more, "ms") == study_name(tune_params, "ms")
@@ -115,6 +139,8 @@ def test_changed_settings_start_a_new_study_and_more_trials_continue_one(tune_pa
     assert study_name(reported, "ms") == study_name(tune_params, "ms")
     faster = dataclasses.replace(tune_params, train=dataclasses.replace(tune_params.train, lr=0.01))
     assert study_name(faster, "ms") != study_name(tune_params, "ms")
+    more_processes = dataclasses.replace(tune_params, train=dataclasses.replace(tune_params.train, workers=7))
+    assert study_name(more_processes, "ms") == study_name(tune_params, "ms")  # no number depends on them
     other_run = dataclasses.replace(tune_params, ccp=dataclasses.replace(tune_params.ccp, lambda_=0.03))
     assert study_name(other_run, "ms") == study_name(tune_params, "ms")
     moved = dataclasses.replace(tune_params, data=dataclasses.replace(tune_params.data, download_dir="/elsewhere"))

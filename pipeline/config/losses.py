@@ -58,10 +58,14 @@ class MultiSimilarityLossParams:
 
 @section
 class LiftedLossParams:
-    """Lifted structure loss, ANML eq. 23: [log sum_pos e^{-S} + log sum_neg e^{S} + m]_+ on cosine similarity."""
+    """Lifted structured loss as its authors trained it (Song et al. 2016, eq. 4; ANML Table 3's "Lifted"): per
+    positive pair (i, j), [log(sum_{k in N_i} e^{a - D_ik} + sum_{l in N_j} e^{a - D_jl}) + D_ij]_+^2 / 2, Euclidean
+    distances D on the non-normalised embeddings (the run's embedding_norm: none), margin a = neg_margin; with the
+    embedding regulariser nu (Revisiting eq. 3: nu = 0.005 keeps the norms from growing)."""
 
     name: Literal["lifted"] = "lifted"
-    margin: float = 0.5
+    neg_margin: float = Field(1.0, ge=0.0)
+    embedding_reg: float = Field(0.005, ge=0.0)
 
 
 @section
@@ -75,10 +79,11 @@ class GeneralizedLiftedLossParams:
 
 @section
 class NPairLossParams:
-    """N-pair (Sohn 2016; Revisiting eq. 4, ANML eq. 30) with embedding regulariser nu."""
+    """N-pair (Sohn 2016; Revisiting eq. 4, ANML eq. 30): dot products of the non-normalised embeddings (the run's
+    embedding_norm: none; Sohn saw slow convergence when normalised) with the embedding regulariser nu (0.005)."""
 
     name: Literal["npair"] = "npair"
-    embedding_reg: float = Field(0.0, ge=0.0)
+    embedding_reg: float = Field(0.005, ge=0.0)
 
 
 @section

@@ -49,6 +49,9 @@ class BaselineConfig(MethodConfig):
     """One baseline run: its loss, miner, batch sampler, rho-regularisation and cross-batch memory."""
 
     loss: BaselineLoss  # the schema loss.name selects
+    # the embeddings validation and test read: "same" = the training normalisation (embedding_norm); "l2" = x/||x||
+    # (Revisiting: Lifted and N-pair train on the non-normalised phi*, retrieval reads phi)
+    eval_norm: Literal["same", "l2"] = "same"
     miner: BaselineMiner = field(default_factory=NoMinerParams)
     sampler: SamplerParams = field(default_factory=SamplerParams)
     # rho-regularisation (Revisiting section 5): with probability p_switch a triplet's negative is

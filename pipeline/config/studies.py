@@ -138,8 +138,11 @@ class ReportConfig:
     sort_by: Literal["none", "precision_at_1", "r_precision", "map_at_r", "map_at_c", "nmi", "f1"] = "none"
     # runs whose singular value spectra share one figure (each must be trained: experiment.methods, ccp, profs)
     spectrum_runs: list[str] = field(default_factory=lambda: ["margin_d", "r_margin_d", "ms", "c2_batch", "c2_ccp"])
-    # resamples of the claims' paired bootstrap over test classes and models (pipeline/reporting/claims.py)
+    # resamples of the claims' cluster bootstrap over folds and test classes (pipeline/reporting/claims.py)
     bootstrap_samples: int = Field(10000, ge=100)
+    # other data sets' claims tables drawn beside this one in figures/claims_forest.png ("<name>=<claims.csv>";
+    # a list, so that a data set's conf can clear it)
+    companions: list[Annotated[str, Field(pattern=r"^[\w-]+=.+\.csv$")]] = field(default_factory=list)
     # pictures (stage pictures): fixed test queries and their top-k per run; classes on the t-SNE map
     retrieval_queries: int = Field(6, ge=1)
     retrieval_k: int = Field(5, ge=1)

@@ -10,7 +10,7 @@ normalised, so they do not normalise again.
 from __future__ import annotations
 
 import torch
-from pytorch_metric_learning import distances, losses, miners, reducers, regularizers
+from pytorch_metric_learning import distances, losses, miners, regularizers
 
 from pipeline.config import BaselineConfig, TrainConfig
 from pipeline.losses.anml import DANMLLoss, ImprovedLiftedLoss, ImprovedNPairLoss
@@ -45,12 +45,9 @@ def build_loss(cfg, num_classes: int, embedding_dim: int) -> torch.nn.Module:
         return losses.MarginLoss(margin=cfg.margin, beta=cfg.beta, learn_beta=cfg.learn_beta, distance=_euclidean())
     if name == "multi_similarity":
         return losses.MultiSimilarityLoss(alpha=cfg.alpha, beta=cfg.beta, base=cfg.base)
-    if name == "lifted":  # ANML eq. 23 on cosine similarity
-        return losses.GeneralizedLiftedStructureLoss(
-            neg_margin=-cfg.margin,
-            pos_margin=0.0,
-            distance=distances.CosineSimilarity(),
-            reducer=reducers.MeanReducer(),
+    if name == "lifted":  # Song et al. 2016 eq. 4 (Euclidean, margin a), Revisiting eq. 3's regulariser
+        return losses.LiftedStructureLoss(
+            neg_margin=cfg.neg_margin, pos_margin=0.0, distance=_euclidean(), **_embedding_reg(cfg.embedding_reg)
         )
     if name == "generalized_lifted":  # Revisiting eq. 3
         return losses.GeneralizedLiftedStructureLoss(

@@ -29,17 +29,21 @@ def build_head(in_dim: int, out_dim: int, hidden: int) -> nn.Module:
 
 
 class Embedder(nn.Module):
-    """backbone (None in frozen mode: the inputs are cached features) -> head -> normalisation.
+    """backbone (None in frozen mode: the inputs are cached features) -> head -> normalisation: `norm` in train
+    mode, `eval_norm` ("same": `norm`) in eval mode (validation, test, the methods' own embedding passes).
 
     With `freeze_bn` the backbone's BatchNorm layers stay in eval mode (running statistics, MLRC and CCP)
     whatever mode the model is put in; their affine parameters are frozen by build_backbone.
     """
 
-    def __init__(self, backbone: nn.Module | None, head: nn.Module, norm: str, freeze_bn: bool = False):
+    def __init__(
+        self, backbone: nn.Module | None, head: nn.Module, norm: str, freeze_bn: bool = False, eval_norm: str = "same"
+    ):
         super().__init__()
         self.backbone = backbone
         self.head = head
         self.norm = norm
+        self.eval_norm = norm if eval_norm == "same" else eval_norm
         self.freeze_bn = freeze_bn
 
     def train(self, mode: bool = True):
@@ -57,4 +61,4 @@ class Embedder(nn.Module):
         return self.head(x.flatten(1))
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        return normalize_embeddings(self.head_output(x), self.norm)
+        return normalize_embeddings(self.head_output(x), self.norm if self.training else self.eval_norm)

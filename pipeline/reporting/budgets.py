@@ -6,6 +6,11 @@ stopped before its patience had run out, i.e. fewer than the run's patience epoc
 epoch: at the epoch cap (train.max_epochs) or at ccp.max_subproblems. Such a model might still have
 improved, so a claim resting on it is flagged in the table.
 
+A model **failed** (``failed``, the one rule for every compared arm, issue 39) when it kept epoch 0 or 1 (training
+left it at the untrained network, or it peaked after one epoch and fell away for the whole patience), or when its
+validation MAP@R never rose above the untrained network's (epoch 0). Such a model measures a failure of our settings
+for that fold, not the method: the claims table names it and tests its claim again without it.
+
 Did the patience itself decide anything? A model's trajectory does not depend on the patience (only
 where it stops does), so early stopping with a shorter patience can be replayed on the logged curve:
 ``replay_shorter_patience`` says how many models would have kept an earlier, worse epoch and by how much
@@ -40,8 +45,14 @@ def read_logs(folder: Path, runs: list[str], models: list[tuple[int, int]]) -> p
     )
 
 
+def failed(curve: pd.Series, best_epoch: int) -> bool:
+    """The failure rule (module docstring) on a model's validation MAP@R per epoch (epoch 0 first)."""
+    return best_epoch <= 1 or len(curve) < 2 or curve.iloc[1:].max() <= curve.iloc[0]
+
+
 def per_model(logs: pd.DataFrame, patience: dict[str, int], min_delta: float) -> pd.DataFrame:
-    """One row per (run, model): best (kept) epoch, stop epoch, outer-loop units (NaN for none), cut while improving."""
+    """One row per (run, model): best (kept) epoch, stop epoch, outer-loop units (NaN for none), cut while improving,
+    failed."""
     rows = []
     for (run, model), t in logs.groupby(["run", "model"], sort=False):
         best = int(t.epoch.iloc[_replay(t, math.inf, min_delta)[0]])  # the epoch early stopping kept
@@ -56,18 +67,18 @@ def per_model(logs: pd.DataFrame, patience: dict[str, int], min_delta: float) ->
                 "unit": UNITS.get(unit, ""),
                 "units": t[unit].max() if unit else float("nan"),
                 "cut_while_improving": stop - best < patience[run],
+                "failed": failed(t.val_map_at_r.reset_index(drop=True), best),
             }
         )
     return pd.DataFrame(
-        rows, columns=["run", "model", "best_epoch", "stop_epoch", "unit", "units", "cut_while_improving"]
+        rows, columns=["run", "model", "best_epoch", "stop_epoch", "unit", "units", "cut_while_improving", "failed"]
     )
 
 
-def untrained_runs(models: pd.DataFrame) -> set[str]:
-    """Runs that did not train: most of their models kept epoch 0, the network before any step (its settings
-    make validation MAP@R fall from the start). A claim on such a run compares with an untrained network."""
-    kept_start = models.assign(at_start=models.best_epoch == 0).groupby("run", sort=False).at_start.mean()
-    return set(kept_start[kept_start > 0.5].index)
+def failed_models(models: pd.DataFrame) -> frozenset[tuple[str, str]]:
+    """(run, model) of every failed model, the model named as in the metrics files (``fold_<k>_seed_<s>``)."""
+    rows = models[models.failed]
+    return frozenset((r, m.replace("-", "_")) for r, m in zip(rows.run, rows.model))
 
 
 def _spread(values: pd.Series) -> str:
@@ -78,15 +89,16 @@ def budget_markdown(models: pd.DataFrame, patience: dict[str, int], max_epochs: 
     """Per run: budget, best and stop epoch, outer-loop units per model (median, min-max), models cut."""
     out = [
         "| run | patience / max epochs | best epoch | stop epoch | sub-problems or projections per model "
-        "| models cut while improving |",
-        "|---|---|---|---|---|---|",
+        "| models cut while improving | failed models |",
+        "|---|---|---|---|---|---|---|",
     ]
     for run, t in models.groupby("run", sort=False):
         units = f"{_spread(t.units)} {t.unit.iloc[0]}" if t.unit.iloc[0] else "-"
         cut = int(t.cut_while_improving.sum())
+        lost = ", ".join(t.model[t.failed])
         out.append(
             f"| {run} | {patience[run]} / {max_epochs[run]} | {_spread(t.best_epoch)} | {_spread(t.stop_epoch)} "
-            f"| {units} | {f'**{cut} of {len(t)}**' if cut else f'0 of {len(t)}'} |"
+            f"| {units} | {f'**{cut} of {len(t)}**' if cut else f'0 of {len(t)}'} | {f'**{lost}**' if lost else '-'} |"
         )
     return "\n".join(out) + "\n"
 

@@ -3,21 +3,27 @@
 A claim says that run `better` beats run `base`. The evidence is paired: the two runs train a model
 on the same MLRC fold with the same replicate seed (from the same initial network, on the same
 batches until the methods differ), so each (fold, seed) gives one difference better - base of the
-separated test metric (in points, i.e. % units). Two 95% intervals of the mean difference:
-- ``t``: the paired t interval over the models (pipeline/evaluation/intervals.py): what another
-  draw of seeds would give on these test classes;
-- ``bootstrap``: a paired percentile bootstrap over test classes and models: each replicate draws
-  the test classes with replacement (a class's queries move together) and the model pairs with
-  replacement, and recomputes the mean difference; the claim is about classes the models never
-  saw, so the sample of test classes is part of the uncertainty.
-The verdict uses the wider of the two: reproduced when it lies above 0, contradicted when below 0,
-inconclusive when it contains 0 (decided on MAP@R). The 2-D proof of concept (CCP Fig. 2) pairs the
-variants by ``poc.seeds`` and has the t interval only. A claim whose runs are not configured is
-listed as "not run", never left out; a claim on a run that did not train (most of its models kept the
-untrained network, pipeline/reporting/budgets.py) gets "not trained" instead of a verdict: its difference
-measures our settings for that run, not the method. Compared runs tuned to a value at an end of its search range
-are named under the table (`flagged_runs_note`, `RANGE_END`): their verdicts may reflect the range rather than the
-method; so are runs tuned by a study that found its best among its last trials (`STILL_IMPROVING`).
+separated test metric (in points, i.e. % units). The unit of replication is the **fold**, not the model:
+a fold's seeds share its training and validation classes and fail together, so 4 folds x 2 seeds are
+nearer 4 observations than 8. Two 95% intervals of the mean difference:
+- ``t``: the t interval over the fold means (each fold's difference averaged over its seeds; F - 1 degrees of
+  freedom): what another draw of folds would give on these test classes;
+- ``bootstrap``: a cluster bootstrap that resamples the folds, then the test classes (a class's queries move
+  together), and recomputes the mean of the fold means; the claim is about classes the models never saw, so the
+  sample of test classes is part of the uncertainty.
+The verdict needs both (decided on MAP@R): reproduced when both lie above 0, contradicted when both lie below,
+inconclusive otherwise. Beside it, Holm's step-down adjustment over the claims tested on this data set (each with
+the larger of its two p-values, the test both intervals must pass): a family of about 19 claims at 95% would show
+one false verdict in a typical report. The 2-D proof of concept (CCP Fig. 2) pairs the variants by ``poc.seeds``
+(seeds are its unit) and has the t interval only.
+
+A claim whose runs are not configured is "not run", never left out. A compared model that failed
+(pipeline/reporting/budgets.py ``failed``: it kept epoch 0 or 1, or its validation MAP@R never rose above the
+untrained network's) is named in its row; the claim is measured again without the pairs holding failed models,
+and where that changes the verdict the claim is **not tested**: the difference rests on a failure, not on the
+methods. Compared runs tuned to a value at an end of its search range are named under the table
+(`flagged_runs_note`, `RANGE_END`): their verdicts may reflect the range rather than the method; so are runs tuned
+by a study that found its best among its last trials (`STILL_IMPROVING`).
 """
 
 from __future__ import annotations
@@ -26,6 +32,7 @@ from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
+from scipy import stats
 
 from pipeline.evaluation.intervals import LEVEL, mean_interval
 from pipeline.reporting.names import label
@@ -84,12 +91,15 @@ def paper_claims(ccp_losses, profs_losses) -> list[Claim]:
     return out
 
 
-def _paired(metrics: dict, base: str, better: str, metric: str) -> np.ndarray:
-    """better - base per (fold, seed) model, in points."""
+def model_fold(model: str) -> int:
+    """The MLRC fold of a model key of the metrics files (``fold_<k>_seed_<s>``)."""
+    return int(model.split("_")[1])
+
+
+def _paired(metrics: dict, base: str, better: str, metric: str, models: list[str]) -> np.ndarray:
+    """better - base per (fold, seed) model of `models`, in points."""
     a, b = metrics[base]["separated"]["models"], metrics[better]["separated"]["models"]
-    if set(a) != set(b):
-        raise ValueError(f"claims: runs {base} and {better} have different models ({sorted(a)} vs {sorted(b)})")
-    return 100 * np.array([b[k][metric] - a[k][metric] for k in sorted(a)])
+    return 100 * np.array([b[k][metric] - a[k][metric] for k in models])
 
 
 def _poc_paired(poc: dict, base: str, better: str, metric: str) -> np.ndarray | None:
@@ -99,35 +109,112 @@ def _poc_paired(poc: dict, base: str, better: str, metric: str) -> np.ndarray | 
     return 100 * np.array([poc[better]["seeds"][s][key] - seeds[s][key] for s in sorted(seeds)])
 
 
-def class_bootstrap(
-    base: pd.DataFrame, better: pd.DataFrame, models: list[str], metric: str, samples: int, seed: int
-) -> tuple[float, float]:
-    """Percentile interval (LEVEL) of the mean paired difference better - base in points, resampling the
-    test classes and the models with replacement.
+def t_over_units(diffs: np.ndarray, units: np.ndarray) -> tuple[float, float, float]:
+    """The mean difference over the units (folds: each fold's mean over its seeds), its 95% t interval's half-width
+    and the two-sided p-value of the t-test of mean 0, with the units as the sample (NaN below two units)."""
+    means = np.array([diffs[units == u].mean() for u in np.unique(units)])
+    mean, half = mean_interval(means)
+    if len(means) < 2:
+        return mean, float("nan"), float("nan")
+    if np.ptp(means) <= 1e-9 * max(1.0, abs(mean)):  # no spread (to rounding): t is infinite, or 0 / 0 at no difference
+        return mean, 0.0, 1.0 if abs(mean) <= 1e-9 else 0.0
+    return mean, half, float(stats.ttest_1samp(means, 0.0).pvalue)
 
-    base / better: per-class scores (rows: test classes, ``queries`` and ``<model>:<metric>`` columns, from
-    the evaluate stage). With d[p, c] = the summed per-query difference of model pair p on class c and n[c]
-    the class's queries, a replicate with class counts w and pair counts v gives
-    sum_p v_p sum_c w_c d[p, c] / (sum_c w_c n[c]) / P; with every count 1 that is the mean difference.
-    """
+
+def cluster_bootstrap(
+    base: pd.DataFrame, better: pd.DataFrame, models: list[str], metric: str, samples: int, seed: int
+) -> tuple[float, float, float]:
+    """Percentile interval (LEVEL) of the mean paired difference better - base in points, and its two-sided
+    bootstrap p-value, resampling folds, then test classes: the folds are the unit (a fold's seeds share its
+    validation classes and fail together), the test classes are what the claim is about.
+
+    base / better: per-class scores (rows: test classes, ``queries`` and ``<model>:<metric>`` columns, from the
+    evaluate stage). With d[p, c] the summed per-query difference of model pair p on class c and n[c] the class's
+    queries, a replicate with fold counts u (F folds) and class counts w gives
+    sum_f u_f mean_{p in f} (sum_c w_c d[p, c] / sum_c w_c n[c]) / F; with every count 1 that is the mean over
+    folds of the fold means. p = 2 min(share of replicates <= 0, share >= 0), at most 1."""
     if not base.index.equals(better.index) or not base["queries"].equals(better["queries"]):
         raise ValueError("claims: the runs were evaluated on different test classes")
     n = base["queries"].to_numpy(np.float64)
     d = np.stack([(better[f"{m}:{metric}"] - base[f"{m}:{metric}"]).to_numpy(np.float64) * n for m in models])
-    pairs, classes = d.shape
+    folds = np.array([model_fold(m) for m in models])
+    names = np.unique(folds)
+    average = np.stack([(folds == f) / (folds == f).sum() for f in names], axis=1)  # pairs x folds
     rng = np.random.default_rng(seed)
+    classes = len(n)
+    u = rng.multinomial(len(names), np.full(len(names), 1 / len(names)), size=samples).astype(np.float64)
     w = rng.multinomial(classes, np.full(classes, 1 / classes), size=samples).astype(np.float64)
-    v = rng.multinomial(pairs, np.full(pairs, 1 / pairs), size=samples).astype(np.float64)
-    stat = 100 * ((v @ d) * w).sum(axis=1) / (w @ n) / pairs
+    per_pair = (w @ d.T) / (w @ n)[:, None]  # replicate x pair
+    stat = 100 * ((per_pair @ average) * u).sum(axis=1) / len(names)
     tail = 100 * (1 - LEVEL) / 2
     low, high = np.percentile(stat, [tail, 100 - tail])
-    return float(low), float(high)
+    p = min(1.0, 2 * min(float(np.mean(stat <= 0)), float(np.mean(stat >= 0))))
+    return float(low), float(high), p
 
 
-def verdict(low: float, high: float) -> str:
-    if np.isnan(low):
+def verdict(intervals: list[tuple[float, float]]) -> str:
+    """Reproduced when every interval lies above 0, contradicted when every one lies below, else inconclusive."""
+    if not intervals or any(np.isnan(low) or np.isnan(high) for low, high in intervals):
         return "inconclusive"
-    return "reproduced" if low > 0 else "contradicted" if high < 0 else "inconclusive"
+    if all(low > 0 for low, _ in intervals):
+        return "reproduced"
+    return "contradicted" if all(high < 0 for _, high in intervals) else "inconclusive"
+
+
+def holm(p: pd.Series) -> pd.Series:
+    """Holm's step-down adjusted p-values (family-wise error) of the non-NaN entries of `p`; NaN stays NaN."""
+    valid = p.dropna().sort_values(kind="stable")
+    m = len(valid)
+    adjusted = np.minimum(1.0, np.maximum.accumulate((m - np.arange(m)) * valid.to_numpy()))
+    return pd.Series(adjusted, index=valid.index).reindex(p.index)
+
+
+TESTED = ("reproduced", "contradicted", "inconclusive")
+
+
+def _evidence(c: Claim, metrics, poc, per_class, models: list[str], samples: int, seed: int) -> dict:
+    """Per metric: the mean difference, the t interval over the units (folds; seeds in 2-D) with its p-value, and
+    for the MLRC runs the fold-cluster bootstrap interval with its p-value; and the verdict both support."""
+    out = {"pairs": np.nan, "folds": np.nan}
+    for metric, _ in METRICS:
+        out.update({f"{metric}_{k}": np.nan for k in ("diff", "t_low", "t_high", "t_p", "boot_low", "boot_high")})
+        out[f"{metric}_boot_p"] = np.nan
+        if c.where == POC:
+            diffs = _poc_paired(poc, c.base, c.better, metric)
+            units = None if diffs is None else np.arange(len(diffs))
+        else:
+            diffs = _paired(metrics, c.base, c.better, metric, models) if models else None
+            units = np.array([model_fold(m) for m in models])
+        if diffs is None or not len(diffs):
+            continue
+        mean, half, p = t_over_units(diffs, units)
+        out.update(
+            {
+                "pairs": len(diffs),
+                "folds": len(np.unique(units)),
+                f"{metric}_diff": float(diffs.mean()),
+                f"{metric}_t_low": mean - half,
+                f"{metric}_t_high": mean + half,
+                f"{metric}_t_p": p,
+            }
+        )
+        if c.where != POC and {c.base, c.better} <= set(per_class):
+            low, high, boot_p = cluster_bootstrap(
+                per_class[c.base],
+                per_class[c.better],
+                models,
+                metric,
+                samples,
+                derive_seed(seed, "bootstrap", c.base, c.better, metric),
+            )
+            out.update({f"{metric}_boot_low": low, f"{metric}_boot_high": high, f"{metric}_boot_p": boot_p})
+    intervals = [(out["map_at_r_t_low"], out["map_at_r_t_high"])]
+    if c.where != POC and {c.base, c.better} <= set(per_class):
+        intervals.append((out["map_at_r_boot_low"], out["map_at_r_boot_high"]))
+    out["verdict"] = verdict(intervals)
+    p = [q for q in (out["map_at_r_t_p"], out["map_at_r_boot_p"]) if not np.isnan(q)]
+    out["p"] = max(p) if p else np.nan  # the test both intervals must pass
+    return out
 
 
 def claims_table(
@@ -137,12 +224,19 @@ def claims_table(
     per_class: dict | None = None,
     samples: int = 10000,
     seed: int = 0,
-    untrained: frozenset[str] = frozenset(),
+    failed: frozenset[tuple[str, str]] = frozenset(),
+    cut: dict[str, int] | None = None,
 ) -> pd.DataFrame:
-    """One row per claim: runs, pairs, and per metric the mean paired difference, its t interval, its
-    bootstrap interval over test classes and models (when `per_class` holds both runs' scores), and the
-    interval the verdict uses (the wider)."""
-    per_class = per_class or {}
+    """One row per claim: runs, pairs, folds, per metric the mean paired difference with the t interval over fold
+    means and the fold-cluster bootstrap interval (when `per_class` holds both runs' scores), the verdict both
+    support, and Holm's adjustment over the claims tested.
+
+    `failed`: (run, model) pairs of models that failed (pipeline/reporting/budgets.py ``failed``). A claim with
+    such models in its pairs is measured again without those pairs; where that changes its verdict it is
+    **not tested** (the difference rests on a failure, not on the methods). `cut`: run -> its models cut by a cap
+    while improving; a claim with more than one in an arm is **not tested** too (the cap would decide it: raise
+    train.max_epochs / ccp.max_subproblems for the data set)."""
+    per_class, cut = per_class or {}, cut or {}
     rows = []
     for c in claims:
         row = {
@@ -151,90 +245,81 @@ def claims_table(
             "base": c.base,
             "better": c.better,
             "compared_over": "poc seeds" if c.where == POC else "fold x seed models",
+            "flagged_models": "",
+            "verdict_without_flagged": "",
+            "capped_arms": " ".join(f"{r}:{cut[r]}" for r in (c.base, c.better) if cut.get(r, 0) > 1),
         }
         present = {c.base, c.better} <= set(poc if c.where == POC else metrics)
-        for metric, _ in METRICS:
-            row.update(
-                {f"{metric}_{k}": np.nan for k in ("diff", "t_low", "t_high", "boot_low", "boot_high", "low", "high")}
-            )
-            row[f"{metric}_interval"] = ""
-            diffs = None
-            if present:
-                diffs = (
-                    _poc_paired(poc, c.base, c.better, metric)
-                    if c.where == POC
-                    else _paired(metrics, c.base, c.better, metric)
+        models = []
+        if present and c.where != POC:
+            a, b = metrics[c.base]["separated"]["models"], metrics[c.better]["separated"]["models"]
+            if set(a) != set(b):
+                raise ValueError(
+                    f"claims: runs {c.base} and {c.better} have different models ({sorted(a)} vs {sorted(b)})"
                 )
-            if diffs is None:
-                continue
-            mean, half = mean_interval(diffs)
-            row.update(
-                {
-                    "pairs": len(diffs),
-                    f"{metric}_diff": mean,
-                    f"{metric}_t_low": mean - half,
-                    f"{metric}_t_high": mean + half,
-                    f"{metric}_low": mean - half,
-                    f"{metric}_high": mean + half,
-                    f"{metric}_interval": "t",
-                }
-            )
-            if c.where != POC and {c.base, c.better} <= set(per_class):
-                models = sorted(metrics[c.base]["separated"]["models"])
-                low, high = class_bootstrap(
-                    per_class[c.base],
-                    per_class[c.better],
-                    models,
-                    metric,
-                    samples,
-                    derive_seed(seed, "bootstrap", c.base, c.better, metric),
-                )
-                row.update({f"{metric}_boot_low": low, f"{metric}_boot_high": high})
-                if not high - low <= 2 * half:  # the wider decides (a NaN t interval: the bootstrap)
-                    row.update({f"{metric}_low": low, f"{metric}_high": high, f"{metric}_interval": "bootstrap"})
-        row["verdict"] = (
-            "not run"
-            if not present
-            else "not trained"
-            if {c.base, c.better} & untrained
-            else verdict(row["map_at_r_low"], row["map_at_r_high"])
-        )
+            models = sorted(a)
+        row.update(_evidence(c, metrics, poc, per_class, models, samples, seed))
+        flagged = [f"{r}:{m}" for m in models for r in (c.base, c.better) if (r, m) in failed]
+        if not present:
+            row["verdict"], row["p"] = "not run", np.nan
+        elif flagged:
+            kept = [m for m in models if (c.base, m) not in failed and (c.better, m) not in failed]
+            without = _evidence(c, metrics, poc, per_class, kept, samples, seed)["verdict"] if kept else "no pair left"
+            row["flagged_models"] = " ".join(flagged)
+            row["verdict_without_flagged"] = without
+            if without != row["verdict"]:
+                row["verdict"], row["p"] = "not tested", np.nan
+        if present and row["capped_arms"]:
+            row["verdict"], row["p"] = "not tested", np.nan
         rows.append(row)
-    return pd.DataFrame(rows)
+    table = pd.DataFrame(rows)
+    tested = table.verdict.isin(TESTED)
+    table["p_holm"] = holm(table.p.where(tested))
+    table["verdict_holm"] = [_holm_verdict(v, q) for v, q in zip(table.verdict, table.p_holm)]
+    return table
 
 
-def _interval(row, metric: str, decimals: int, kind: str = "") -> str:
-    """`diff [low, high]` with the interval the verdict uses, or with kind "t" / "boot" that one."""
-    low, high = (f"{metric}_{kind}_low", f"{metric}_{kind}_high") if kind else (f"{metric}_low", f"{metric}_high")
-    if np.isnan(row[f"{metric}_diff"]) or np.isnan(row[low]):
+def _interval(row, metric: str, decimals: int, kind: str) -> str:
+    """`diff [low, high]` of interval `kind` ("t" or "boot")."""
+    low, high = row[f"{metric}_{kind}_low"], row[f"{metric}_{kind}_high"]
+    if np.isnan(row[f"{metric}_diff"]) or np.isnan(low):
         return "-"
     f = f".{decimals}f"
-    return f"{row[f'{metric}_diff']:+{f}} [{row[low]:+{f}}, {row[high]:+{f}}]"
+    return f"{row[f'{metric}_diff']:+{f}} [{low:+{f}}, {high:+{f}}]"
+
+
+def _holm_verdict(unadjusted: str, p_holm: float) -> str:
+    """A tested claim keeps its reproduced / contradicted verdict when Holm's adjusted p is below 1 - LEVEL."""
+    if unadjusted in ("reproduced", "contradicted") and p_holm < 1 - LEVEL:
+        return unadjusted
+    return "inconclusive" if unadjusted in TESTED else unadjusted
 
 
 def claims_markdown(table: pd.DataFrame, decimals: int) -> str:
-    """The table as markdown: claim, source, the runs compared, pairs, MAP@R with both intervals (the one the
-    verdict uses in bold), P@1 with the wider interval, and the verdict (decided on MAP@R)."""
+    """The table as markdown: claim, source, the runs compared, pairs (folds), MAP@R with the t interval over fold
+    means and the fold-cluster bootstrap interval, P@1 with the t interval, the verdict (MAP@R, both intervals),
+    the verdict after Holm's adjustment, and the models flagged as failed."""
     pct = f"{100 * LEVEL:.0f}%"
     head = (
-        f"| claim | source | compared (base → claimed better) | pairs | MAP@R diff [{pct} t, models] "
-        f"| MAP@R diff [{pct} bootstrap, classes × models] | P@1 diff [{pct}, wider] | verdict |"
+        f"| claim | source | compared (base → claimed better) | pairs (folds) | MAP@R diff [{pct} t, fold means] "
+        f"| MAP@R diff [{pct} bootstrap, folds × classes] | P@1 diff [{pct} t] | verdict | Holm | failed models, caps |"
     )
-    lines = [head, "|---|---|---|---|---|---|---|---|"]
+    lines = [head, "|---|---|---|---|---|---|---|---|---|---|"]
     for _, r in table.iterrows():
         runs = (
-            f"{r.base} → {r.better} (2-D proof of concept)"
+            f"{r.base} → {r.better} (2-D proof of concept; seeds are the unit)"
             if r.compared_over == "poc seeds"
             else f"{label(r.base)} → {label(r.better)}"
         )
-        pairs = "-" if pd.isna(r.get("pairs")) else f"{int(r.pairs)}"
-        cells = []
-        for kind, name in (("t", "t"), ("boot", "bootstrap")):
-            text = _interval(r, "map_at_r", decimals, kind)
-            cells.append(f"**{text}**" if r.map_at_r_interval == name else text)
+        pairs = "-" if pd.isna(r.pairs) else f"{int(r.pairs)} ({int(r.folds)})"
+        flags = [f"{r.flagged_models.count(':')} failed: verdict without them {r.verdict_without_flagged}"]
+        flags = flags if r.flagged_models else []
+        flags += [f"{run}: {n} models cut by a cap" for run, n in (a.split(":") for a in r.capped_arms.split())]
+        failed = "; ".join(flags) or "-"
         lines.append(
-            f"| {r.claim} | {r.source} | {runs} | {pairs} | {cells[0]} | {cells[1]} | "
-            f"{_interval(r, 'precision_at_1', decimals)} | **{r.verdict}** |"
+            f"| {r.claim} | {r.source} | {runs} | {pairs} | {_interval(r, 'map_at_r', decimals, 't')} "
+            f"| {_interval(r, 'map_at_r', decimals, 'boot')} | {_interval(r, 'precision_at_1', decimals, 't')} "
+            f"| **{r.verdict}** | {r.verdict_holm} | {failed} |"
         )
     return "\n".join(lines) + "\n"
 

@@ -151,8 +151,10 @@ def orientation(runs: list[str], published: pd.DataFrame) -> pd.DataFrame:
 
 
 def rank_agreement(table: pd.DataFrame, published: pd.DataFrame, protocol: str, min_runs: int = 3) -> pd.DataFrame:
-    """Per published table, data set and metric that reports >= `min_runs` of our runs: Spearman's rho
-    between our measured values (this data set) and theirs, over the runs both have."""
+    """Per published table, data set and metric that reports >= `min_runs` of our runs: Spearman's rho between our
+    measured values (this data set) and theirs over the runs both have, its two-sided p-value (no association), and
+    the ceiling: the range of rho between that table's own data sets over the same runs (how well the papers'
+    data sets agree with each other; one data set alone gives none)."""
     rows = []
     ours = table.assign(metric=table.column.str.split(":").str[1], kind=table.column.str.split(":").str[0])
     for column in ours.column.unique():
@@ -163,18 +165,71 @@ def rank_agreement(table: pd.DataFrame, published: pd.DataFrame, protocol: str, 
             & (published.metric == column.split(":")[1])
             & published.protocol.str.replace("revisiting-", "").str.startswith(prefix)
         ]
+        wide = theirs.drop_duplicates(["paper", "table", "dataset", "run"]).pivot_table(
+            index="run", columns=["paper", "table", "dataset"], values="value", aggfunc="first"
+        )
         for (paper, tab, dataset), group in theirs.groupby(["paper", "table", "dataset"], sort=False):
             group = group.drop_duplicates("run").set_index("run").value
             if len(group) >= min_runs:
-                rho = spearmanr(mine[group.index], group).statistic
+                result = spearmanr(mine[group.index], group)
+                others = _cross_dataset_rho(wide[(paper, tab)].loc[group.index], dataset, min_runs)
                 rows.append(
                     {
                         "column": column,
                         "source": f"{paper} {tab}",
                         "dataset": dataset,
                         "runs": len(group),
-                        "spearman_rho": rho,
+                        "spearman_rho": result.statistic,
+                        "p_value": result.pvalue,
+                        "ceiling": f"{min(others):.2f} to {max(others):.2f}" if others else "-",
                         "run_names": " ".join(group.index),
                     }
                 )
-    return pd.DataFrame(rows, columns=["column", "source", "dataset", "runs", "spearman_rho", "run_names"])
+    columns = ["column", "source", "dataset", "runs", "spearman_rho", "p_value", "ceiling", "run_names"]
+    return pd.DataFrame(rows, columns=columns)
+
+
+def _cross_dataset_rho(table: pd.DataFrame, dataset: str, min_runs: int) -> list[float]:
+    """Spearman's rho between `dataset`'s column and every other data set's of one published table (rows: runs),
+    over the runs both report."""
+    out = []
+    for other in table.columns:
+        both = table[[dataset, other]].dropna()
+        if other != dataset and len(both) >= min_runs:
+            out.append(spearmanr(both[dataset], both[other]).statistic)
+    return out
+
+
+def sign_agreement(map_at_r: pd.Series, published: pd.DataFrame, claims: pd.DataFrame, losses: list[str]) -> str:
+    """Per CCP loss, the sign of CCP - batch and of CCP - Loss-Proxy (separated MAP@R) here against the papers':
+    the CCP supplement's CCP-L - batch on each of its data sets (MLRC, separated 128-D MAP@R), and CCP Fig. 4a's
+    claim that CCP beats Loss-Proxy (the figure gives no numbers). Ours comes with the verdict of its claim where
+    the claims table has one, so that a sign is not read as more than its interval allows."""
+    rows = published[published.protocol.str.startswith("mlrc-separated") & (published.metric == "map_at_r")]
+    datasets = list(dict.fromkeys(rows.dataset))
+    verdicts = {(c.base, c.better): c.verdict for _, c in claims.iterrows()}
+    lines = [
+        "| loss | CCP - batch here | "
+        + " | ".join(f"CCP-L - batch, {d}" for d in datasets)
+        + " | same sign | CCP - Loss-Proxy here (verdict) | CCP Fig. 4a |",
+        "|" + "---|" * (len(datasets) + 5),
+    ]
+    for loss in losses:
+        ccp, batch, proxy = f"{loss}_ccp", f"{loss}_batch", f"{loss}_loss_proxy"
+        if ccp not in map_at_r or batch not in map_at_r:
+            continue
+        ours = map_at_r[ccp] - map_at_r[batch]
+        theirs = []
+        for d in datasets:
+            v = rows[rows.dataset == d].drop_duplicates("run").set_index("run").value
+            theirs.append(v[ccp] - v[batch] if {ccp, batch} <= set(v.index) else np.nan)
+        known = [t for t in theirs if not np.isnan(t)]
+        same = sum(np.sign(t) == np.sign(ours) for t in known)
+        lp = (
+            f"{map_at_r[ccp] - map_at_r[proxy]:+.2f} ({verdicts.get((proxy, ccp), 'no claim')})"
+            if proxy in map_at_r
+            else "-"
+        )
+        cells = " | ".join("-" if np.isnan(t) else f"{t:+.2f}" for t in theirs)
+        lines.append(f"| {loss} | {ours:+.2f} | {cells} | {same} of {len(known)} | {lp} | + (claimed) |")
+    return "\n".join(lines) + "\n"

@@ -116,6 +116,11 @@ def pictures_markdown(params, inputs: dict) -> str:
     )
 
 
+def forest_panels(params) -> list[str]:
+    """The data sets figures/claims_forest.png shows: this one, then report.companions."""
+    return [params.data.name, *(c.split("=", 1)[0] for c in params.report.companions)]
+
+
 def index_markdown(
     params, inputs: dict, context: str, tables: list[str], claims: pd.DataFrame, figures: tuple[str, ...]
 ) -> str:
@@ -166,12 +171,21 @@ def index_markdown(
         for t in tables
     )
     figs = "\n".join(f"- [{f}.png](figures/{f}.png)" for f in (*figures, "ccp_poc"))
-    verdicts = "\n".join(f"- {r.claim} ({r.source}): **{r.verdict}**" for _, r in claims.iterrows())
+    verdicts = "\n".join(
+        f"- {r.claim} ({r.source}): **{r.verdict}**"
+        + (f" (Holm: {r.verdict_holm})" if r.verdict_holm != r.verdict else "")
+        for _, r in claims.iterrows()
+    )
     pinned = ", ".join(f"`{k}={v}`" for k, v in numerics.settings().items())
     return (
-        f"# Reports index\n\n## Claims: [claims.md](claims.md) (and claims.csv)\n\n"
-        "Each claim of the papers that this default can test, with the paired difference over the "
-        f"fold x seed models, its 95% intervals and a verdict:\n\n{verdicts}\n\n"
+        "# Reports index\n\n![every claim's difference with its intervals](figures/claims_forest.png)\n\n"
+        "[figures/claims_forest.png](figures/claims_forest.png): every claim's mean paired MAP@R difference with "
+        "its two 95% intervals, "
+        + " and ".join(f"`{name}`" for name in forest_panels(params))
+        + " side by side, coloured by verdict.\n\n## Claims: [claims.md](claims.md) (and claims.csv)\n\n"
+        "Each claim of the papers that this default can test, with the paired difference over the fold x seed "
+        f"models (the folds are the unit), its 95% intervals, a verdict and the verdict after Holm's adjustment:"
+        f"\n\n{verdicts}\n\n"
         "Every run had the same budget rule, and [budgets.md](budgets.md) shows whether its curves had "
         "flattened. Which verdicts changed when the methods were made to run as their authors ran them, and "
         f'why: the project README, section "Fair comparisons".\n\n## What was run\n\n{context}'
