@@ -76,11 +76,11 @@ def instrument(clock: Clock) -> None:
         with clock.part("steps"):
             return step(self, x, y)
 
-    def timed_embed(self, dataset):
+    def timed_embed(self, dataset, **kwargs):
         clock.validating = True
         try:
             with clock.part("validation embedding"):
-                return embed(self, dataset)
+                return embed(self, dataset, **kwargs)
         finally:
             clock.validating = False
 
@@ -153,7 +153,7 @@ def main():
 
         raw = composed([])
     params = params_from_dict(finetune_params(raw, args))
-    device = choose_device(params.train.device)
+    device = choose_device(params.train.device, params.train.mode)
     clock = Clock(device)
     instrument(clock)
     with tempfile.TemporaryDirectory() as tmp:

@@ -156,7 +156,7 @@ def train_and_save(job: FoldJob) -> FoldOutcome:
         job.fold,
         read_manifest(job.data),
         features,
-        choose_device(params.train.device),
+        choose_device(params.train.device, params.train.mode),
         job.seed,
         job.test,
     )

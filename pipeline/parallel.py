@@ -99,16 +99,20 @@ def _thread_environment(threads: int):
 
 
 def run_jobs(
-    fn: Callable[[Job], Result], jobs: Sequence[Job], workers: int, threads: int, desc: str = "jobs"
+    fn: Callable[[Job], Result], jobs: Sequence[Job], workers: int | str, threads: int, desc: str = "jobs"
 ) -> list[Result]:
     """``[fn(job) for job in jobs]``, in job order; on ``workers`` spawned processes with ``threads``
-    threads each when workers > 1, else here with this process's thread count (DML_THREADS, pipeline/numerics.py).
+    threads each when workers > 1 (``auto``: one per `threads` usable cores, pipeline/runtime.py worker_count),
+    else here with this process's thread count (DML_THREADS, pipeline/numerics.py).
 
     `fn` must be a module-level function (it is pickled by name). An exception in a job is raised here,
     with its original type; the other jobs are then cancelled and the workers killed, as on Ctrl-C.
     """
     from tqdm import tqdm
 
+    from pipeline.runtime import worker_count
+
+    workers = worker_count(workers, threads)
     if workers <= 1 or len(jobs) <= 1:
         return [fn(job) for job in tqdm(jobs, desc=desc, unit="job")]
     with _thread_environment(threads):  # the workers start with the first job: inside, with these variables

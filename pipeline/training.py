@@ -15,8 +15,12 @@ e.g. CCP's ``max_subproblems``) is returned with the log.
 Two modes share this loop: ``frozen`` (inputs are cached backbone features,
 only the head trains) and ``finetune`` (inputs are augmented images, backbone
 and head train). On CUDA, ``train.amp`` runs the forward pass under autocast
-(fp16 with gradient scaling, or bf16); image batches come from ``train.num_workers``
-DataLoader processes into pinned memory. Under torchrun the network is wrapped in
+(fp16 with gradient scaling, or bf16), image batches are channels-last, and with
+``train.cuda_graphs`` the network's forward and backward passes replay a CUDA graph
+(pipeline/cuda_graphs.py). Image batches come from ``train.num_workers`` DataLoader
+processes into pinned memory; the training and the validation loaders are built once
+per fit and their workers persist between epochs (the validation fold is read by the
+same workers every epoch). Under torchrun the network is wrapped in
 DistributedDataParallel and every rank trains on its share of each batch
 (pipeline/distributed.py).
 """
@@ -24,8 +28,10 @@ DistributedDataParallel and every rank trains on its share of each batch
 from __future__ import annotations
 
 import copy
+import functools
 import logging
 import math
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from functools import cached_property
 
@@ -36,6 +42,7 @@ from tqdm import tqdm
 
 from pipeline import distributed
 from pipeline.config import TrainConfig
+from pipeline.cuda_graphs import graphed
 from pipeline.errors import PipelineError
 from pipeline.evaluation.retrieval import map_at_r
 from pipeline.methods.objective import Objective, trainable
@@ -69,12 +76,21 @@ class TrainContext:
     data: FoldData
     cfg: TrainConfig
     device: torch.device
+    _inputs: dict = field(default_factory=dict)  # id(dataset) -> its EmbeddingInputs, built once per fit
 
-    def embed(self, dataset: Dataset) -> np.ndarray:
-        """Embeddings in eval mode; the model is put back into train mode afterwards."""
-        out = embed(self.model, dataset, self.device, self.cfg.num_workers, self.cfg.amp)
+    def embed(self, dataset: Dataset, keep: bool = False) -> np.ndarray:
+        """Embeddings in eval mode (the dataset's loader workers persist between calls; with `keep`, a deterministic
+        transform's inputs are kept after the first call: EmbeddingInputs); the model is put back into train mode
+        afterwards."""
+        if id(dataset) not in self._inputs:
+            self._inputs[id(dataset)] = EmbeddingInputs(dataset, self.device, self.cfg.num_workers, True, keep)
+        out = embed(self.model, self._inputs[id(dataset)], self.device, amp=self.cfg.amp)
         self.model.train()
         return out
+
+    def release(self) -> None:
+        """Stop the loader workers kept for embedding (the objective may hold on to this context)."""
+        self._inputs.clear()
 
     @cached_property
     def rows_per_class(self) -> list[np.ndarray]:
@@ -85,7 +101,7 @@ class TrainContext:
         """Model inputs of training rows (through the training transform), on the device."""
         if isinstance(self.data.train, TensorDataset):  # cached features: one indexing operation
             return self.data.train.tensors[0][torch.as_tensor(np.asarray(rows, dtype=np.int64))].to(self.device)
-        return torch.stack([self.data.train[int(i)][0] for i in rows]).to(self.device)
+        return to_device(torch.stack([self.data.train[int(i)][0] for i in rows]), self.device)
 
 
 @dataclass
@@ -110,15 +126,24 @@ def make_optimizer(model: torch.nn.Module, objective: Objective, cfg: TrainConfi
     return torch.optim.SGD(groups, lr=cfg.lr, weight_decay=cfg.weight_decay, momentum=cfg.momentum)
 
 
-def autocast(device: torch.device, amp: str):
+def autocast(device: torch.device, amp: str, cache_enabled: bool = True):
     """The forward pass's autocast context: fp16 / bf16 on CUDA when asked, else a no-op."""
     enabled = device.type == "cuda" and amp != "fp32"
-    return torch.autocast("cuda", dtype=torch.bfloat16 if amp == "bf16" else torch.float16, enabled=enabled)
+    dtype = torch.bfloat16 if amp == "bf16" else torch.float16
+    return torch.autocast("cuda", dtype=dtype, enabled=enabled, cache_enabled=cache_enabled)
+
+
+def to_device(x: torch.Tensor, device: torch.device) -> torch.Tensor:
+    """A batch on `device`; image batches on CUDA channels-last (the layout cuDNN's fastest convolutions use;
+    the model is converted to match in `fit`). On the CPU nothing changes."""
+    if device.type == "cuda" and x.dim() == 4:
+        return x.to(device, non_blocking=True, memory_format=torch.channels_last)
+    return x.to(device, non_blocking=True)
 
 
 def _loading(dataset: Dataset, workers: int, device: torch.device, persistent: bool = False) -> dict:
     """DataLoader settings: worker processes and pinned memory for images (cached features need neither);
-    `persistent` keeps the workers between epochs (the training loader, built once per fit)."""
+    `persistent` keeps the workers between epochs (loaders built once per fit)."""
     if isinstance(dataset, TensorDataset):
         return {}
     return {
@@ -128,32 +153,76 @@ def _loading(dataset: Dataset, workers: int, device: torch.device, persistent: b
     }
 
 
-@torch.no_grad()
+FEATURE_BATCH = 512  # cached features embedded at a time (the committed reports' batches)
+# images embedded at a time: on a CPU 64 (bench_epoch: validation a quarter faster than at 512, a small CNN's
+# activations stay in the caches); on a GPU 256, forward passes being launch-bound below that (issue 40)
+IMAGE_BATCH = {"cpu": 64, "cuda": 256}
+KEEP_BYTES = 2 << 30  # inputs of a deterministic transform up to this size are kept after the first pass
+
+
+class EmbeddingInputs:
+    """A dataset's inputs in dataset order, a batch at a time, as often as they are iterated: cached features
+    are sliced directly; images come through one DataLoader (with `persistent`, its workers stay between passes),
+    and with `keep` (a deterministic transform, e.g. the validation fold's) the first pass's batches are kept, on
+    the device, when they fit KEEP_BYTES: every later pass reads no image. The loader has a generator of its own:
+    reading a deterministic transform draws nothing from the run's random numbers."""
+
+    def __init__(
+        self, dataset: Dataset, device: torch.device, num_workers: int = 0, persistent: bool = False, keep=False
+    ):
+        self.dataset, self.device, self.keep = dataset, device, keep
+        self.loader, self.kept = None, None
+        if not isinstance(dataset, TensorDataset):
+            self.loader = DataLoader(
+                dataset,
+                batch_size=IMAGE_BATCH.get(device.type, 64),
+                shuffle=False,
+                generator=torch.Generator(),
+                **_loading(dataset, num_workers, device, persistent),
+            )
+
+    def __iter__(self) -> Iterator[torch.Tensor]:
+        if self.loader is None:
+            inputs = self.dataset.tensors[0]
+            return (inputs[s : s + FEATURE_BATCH] for s in range(0, len(inputs), FEATURE_BATCH))
+        if self.kept is not None:
+            return iter(self.kept)
+        return self._first_pass()
+
+    def _first_pass(self) -> Iterator[torch.Tensor]:
+        kept, size = [], 0
+        for x, _ in self.loader:
+            x = to_device(x, self.device)
+            size += x.numel() * x.element_size()
+            if self.keep and size <= KEEP_BYTES:
+                kept.append(x)
+            yield x
+        if self.keep and size <= KEEP_BYTES:
+            self.kept = kept
+
+
+@torch.inference_mode()
 def embed(
     model: torch.nn.Module,
-    dataset: Dataset,
+    inputs: Dataset | EmbeddingInputs,
     device: torch.device,
     num_workers: int = 0,
     amp: str = "fp32",
-    batch_size: int = 512,
 ) -> np.ndarray:
-    """Embeddings of a whole dataset in eval mode, in dataset order, `batch_size` inputs at a time (cached
-    features are sliced directly: the same batches without a per-row DataLoader)."""
+    """Embeddings of a whole dataset (or of prepared EmbeddingInputs) in eval mode, in dataset order."""
     model.eval()
-    if isinstance(dataset, TensorDataset):
-        inputs = dataset.tensors[0]
-        batches = (inputs[s : s + batch_size] for s in range(0, len(inputs), batch_size))
-    else:
-        loader = DataLoader(dataset, batch_size=batch_size, shuffle=False, **_loading(dataset, num_workers, device))
-        batches = (x for x, _ in loader)
+    if not isinstance(inputs, EmbeddingInputs):
+        inputs = EmbeddingInputs(inputs, device, num_workers)
     out = []
-    for x in batches:
+    for x in inputs:
         with autocast(device, amp):
-            out.append(model(x.to(device, non_blocking=True)).float().cpu().numpy())
+            out.append(model(to_device(x, device)).float().cpu().numpy())
     return np.concatenate(out)
 
 
-def _batches(data: FoldData, cfg: TrainConfig, device: torch.device, objective: Objective, seed: int) -> DataLoader:
+def epoch_batches(
+    data: FoldData, cfg: TrainConfig, device: torch.device, objective: Objective, seed: int
+) -> DataLoader:
     """The objective's own batches if it builds them, else classes_per_batch x images_per_class batches
     drawn by a generator seeded with `seed`; under DDP this rank's share of each. Cached features
     (a TensorDataset) are indexed a batch at a time, one tensor operation instead of one per sample; the
@@ -187,8 +256,18 @@ class Stepper:
         self.params = [p for g in self.optimizer.param_groups for p in g["params"]]
         fp16 = self.device.type == "cuda" and self.cfg.amp == "fp16"
         self.scaler = torch.amp.GradScaler("cuda", enabled=fp16)
+        # pipeline/cuda_graphs.py: captured at the first step, from its batch
+        self.capture = (
+            self.cfg.cuda_graphs
+            and self.device.type == "cuda"
+            and distributed.world_size() == 1
+            and self.objective.single_forward
+        )
 
     def __call__(self, x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
+        if self.capture:
+            self.net = graphed(self.net, x, functools.partial(autocast, self.device, self.cfg.amp))
+            self.capture = False
         with autocast(self.device, self.cfg.amp):
             loss = self.objective.batch_loss(self.net, x, y)
         if not torch.isfinite(loss):
@@ -215,6 +294,34 @@ def wrap_for_ranks(model: torch.nn.Module, objective: Objective, device: torch.d
     )
 
 
+def prepare(
+    model: torch.nn.Module,
+    objective: Objective,
+    data: FoldData,
+    cfg: TrainConfig,
+    device: torch.device,
+    batch_seed: int = 0,
+) -> tuple[Stepper, DataLoader, TrainContext]:
+    """Model and objective on `device` (channels-last on CUDA), the optimiser, the step, the batches of an epoch
+    (seeded with `batch_seed`) and the hooks' context: everything `fit` trains with."""
+    num_classes = len(np.unique(data.train_labels))
+    if num_classes < cfg.classes_per_batch:
+        raise TrainingError(
+            f"train.classes_per_batch={cfg.classes_per_batch} exceeds the {num_classes} training classes of this fold"
+        )
+    model.to(device)
+    if device.type == "cuda":
+        model.to(memory_format=torch.channels_last)  # matches to_device's image batches; dense layers are unaffected
+    objective.to(device)
+    optimizer = make_optimizer(model, objective, cfg)
+    step_once = Stepper(wrap_for_ranks(model, objective, device), objective, optimizer, cfg, device)
+    return (
+        step_once,
+        epoch_batches(data, cfg, device, objective, batch_seed),
+        TrainContext(model, optimizer, data, cfg, device),
+    )
+
+
 def fit(
     model: torch.nn.Module,
     objective: Objective,
@@ -226,22 +333,12 @@ def fit(
 ) -> FitResult:
     """Train under the budget rule (module docstring) with early stopping on validation MAP@R; return the
     best state, the per-epoch log and why training stopped. `batch_seed` seeds the batches."""
-    num_classes = len(np.unique(data.train_labels))
-    if num_classes < cfg.classes_per_batch:
-        raise TrainingError(
-            f"train.classes_per_batch={cfg.classes_per_batch} exceeds the {num_classes} training classes of this fold"
-        )
-    model.to(device)
-    objective.to(device)
-    optimizer = make_optimizer(model, objective, cfg)
-    step_once = Stepper(wrap_for_ranks(model, objective, device), objective, optimizer, cfg, device)
-    loader = _batches(data, cfg, device, objective, batch_seed)
-    ctx = TrainContext(model, optimizer, data, cfg, device)
+    step_once, loader, ctx = prepare(model, objective, data, cfg, device, batch_seed)
 
     def snapshot() -> dict:
         return {"model": copy.deepcopy(model.state_dict()), "objective": copy.deepcopy(objective.state_dict())}
 
-    best = map_at_r(ctx.embed(data.val), data.val_labels)
+    best = map_at_r(ctx.embed(data.val, keep=True), data.val_labels)
     result = FitResult(snapshot(), 0, best, [{"epoch": 0, "train_loss": float("nan"), "val_map_at_r": best}])
     log.info("%s: epoch 0 val MAP@R %.4f", desc, best)
     objective.begin(ctx)
@@ -253,12 +350,11 @@ def fit(
         objective.train()
         losses = []
         for step, (x, y) in enumerate(tqdm(loader, desc=f"{desc} epoch {epoch}", unit="step", leave=False), 1):
-            x, y = x.to(device, non_blocking=True), y.to(device, non_blocking=True)
-            loss = step_once(x, y)
+            loss = step_once(to_device(x, device), y.to(device, non_blocking=True))
             if not torch.isfinite(loss):
                 raise TrainingError(f"{desc}: non-finite loss ({loss.item()}) at epoch {epoch} step {step}")
             losses.append(loss.item())
-        val = map_at_r(ctx.embed(data.val), data.val_labels)
+        val = map_at_r(ctx.embed(data.val, keep=True), data.val_labels)
         row = {"epoch": epoch, "train_loss": float(np.mean(losses)), "val_map_at_r": val, **objective.progress()}
         result.history.append(row)
         improved = val > result.best_val_map_at_r + cfg.min_delta
@@ -278,6 +374,7 @@ def fit(
             )
             break
     objective.finish(ctx)
+    ctx.release()
     if math.isnan(result.best_val_map_at_r):
         raise TrainingError(f"{desc}: validation MAP@R is NaN")
     return result

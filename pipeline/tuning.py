@@ -90,8 +90,9 @@ def study_name(params: Params, run: str, inherited: dict[str, float] | None = No
     (data but its file locations, backbone, the run's budget and its own section, the folds and seed, the search,
     the values it inherits), and nothing else, so another run's change or more trials leave the study as it is."""
     data = {k: v for k, v in to_dict(params.data).items() if k not in _LOCATIONS}
-    # the cap: module docstring; the number of processes changes no number (pipeline/parallel.py)
-    train = {k: v for k, v in to_dict(run_train_config(params, run)).items() if k not in ("max_epochs", "workers")}
+    # not in the name: the epoch cap (module docstring) and what changes only the speed (processes, CUDA graphs)
+    unnamed = ("max_epochs", "workers", "cuda_graphs")
+    train = {k: v for k, v in to_dict(run_train_config(params, run)).items() if k not in unnamed}
     settings = {
         "seed": params.seed,
         "data": data,
@@ -213,6 +214,7 @@ def validation_objective(
     trial's values with the first replicate seed, the folds in `train.workers` processes; no test class is used."""
     from pipeline.jobs import FoldJob, run_fold_job
     from pipeline.parallel import run_jobs
+    from pipeline.runtime import train_workers
 
     def objective(values: dict[str, float]) -> TrialResult:
         tuned = apply_values(params, values)
@@ -221,7 +223,7 @@ def validation_objective(
             for fold in params.experiment.folds
         ]
         outcomes = run_jobs(
-            run_fold_job, jobs, params.train.workers, params.train.threads_per_worker, desc=f"{run} trial"
+            run_fold_job, jobs, train_workers(params.train), params.train.threads_per_worker, desc=f"{run} trial"
         )
         return TrialResult(
             float(np.mean([o.best_val_map_at_r for o in outcomes])),

@@ -5,13 +5,14 @@ from pipeline import ablation
 from pipeline.io import write_text
 from pipeline.jobs import run_fold_job
 from pipeline.parallel import run_jobs
+from pipeline.runtime import train_workers
 from stages._common import run
 
 
 def main(params, args):
     rows, jobs = ablation.jobs(params, args.study, args.data, args.features)
     outcomes = run_jobs(
-        run_fold_job, jobs, params.train.workers, params.train.threads_per_worker, desc=f"ablation {args.study}"
+        run_fold_job, jobs, train_workers(params.train), params.train.threads_per_worker, desc=f"ablation {args.study}"
     )
     write_text(args.out, ablation.results_table(rows, outcomes).to_csv(index=False, float_format="%.6g"))
 

@@ -14,7 +14,7 @@ def main(params, args):
     from pipeline.data.manifest import read_manifest
     from pipeline.features import extract_features
     from pipeline.models.backbones import describe_backbone
-    from pipeline.runtime import choose_device, seed_everything
+    from pipeline.runtime import choose_device, seed_everything, worker_count
 
     info = {
         "backbone": to_dict(params.backbone),
@@ -24,7 +24,8 @@ def main(params, args):
     with atomic_path(args.out) as tmp:
         tmp.mkdir()
         if params.train.mode == "frozen":
-            device = choose_device(params.train.device)
+            # a backbone pass (auto: the GPU where there is one); raw pixels need no device
+            device = choose_device(params.train.device, "frozen" if params.backbone.name == "pixels" else "embed")
             seed_everything(params.seed, device)
             cache = extract_features(
                 read_manifest(args.data),
@@ -32,7 +33,7 @@ def main(params, args):
                 device,
                 params.train.num_workers,
                 download_folder(params.data.download_dir),
-                workers=params.train.workers,
+                workers=worker_count(params.train.workers),
             )
             cache.save(tmp / "features.npz")
             info.update(feature_dim=int(cache.features.shape[1]), num_images=len(cache.labels))

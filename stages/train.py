@@ -18,7 +18,7 @@ from pipeline.io import atomic_path, read_json
 from pipeline.jobs import FoldJob, run_fold_job
 from pipeline.parallel import run_jobs
 from pipeline.runs import all_runs, model_ids, model_name
-from pipeline.runtime import launched_by_torchrun
+from pipeline.runtime import launched_by_torchrun, train_workers
 from pipeline.tuning import apply_values
 from stages._common import run
 
@@ -67,7 +67,9 @@ def main(params, args):
         outcomes = (
             [run_fold_job(job) for job in jobs]
             if ranked
-            else run_jobs(run_fold_job, jobs, params.train.workers, params.train.threads_per_worker, desc=args.method)
+            else run_jobs(
+                run_fold_job, jobs, train_workers(params.train), params.train.threads_per_worker, desc=args.method
+            )
         )
         for d in (logs, subproblems):
             if d is not None:

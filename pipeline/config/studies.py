@@ -10,6 +10,7 @@ from pydantic import Field
 
 from pipeline.config.base import section
 from pipeline.config.methods import CCPLoss, PROFSLoss
+from pipeline.config.run import Workers
 
 LanmlDataset = Literal[
     "iris",
@@ -68,7 +69,7 @@ class LanmlConfig:
     # the hinge smoothing goes from 0.1 down to smoothing_min
     solver_tol: float = Field(1e-7, gt=0.0)
     smoothing_min: float = Field(1e-4, gt=0.0)
-    workers: int = Field(1, ge=1)  # cross-validation and refit jobs in this many processes, one BLAS thread each
+    workers: Workers = "auto"  # cross-validation and refit jobs in this many processes, one BLAS thread each
     # method -> {hyperparameter: values}; every combination is cross-validated (checked against the
     # methods' signatures in pipeline/config/checks.py)
     grids: dict[str, Any] = field(default_factory=dict)

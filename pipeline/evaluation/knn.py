@@ -17,9 +17,12 @@ gamma_n = n u / (1 - n u), u = 2^-24 (Higham, Accuracy and Stability of Numerica
 
 from __future__ import annotations
 
+from concurrent.futures import ThreadPoolExecutor
+
 import numpy as np
 from tqdm import tqdm
 
+from pipeline import numerics
 from pipeline.numerics import faiss
 
 _UNIT = 2.0**-24  # float32 unit roundoff
@@ -33,16 +36,26 @@ def float32_error_bound(query_norms: np.ndarray, max_norm: float, dim: int) -> n
     return 2.0 * gamma * (query_norms + max_norm) ** 2
 
 
-def exact_sq_distances(queries: np.ndarray, base: np.ndarray, candidates: np.ndarray) -> np.ndarray:
+def exact_sq_distances(queries: np.ndarray, base: np.ndarray, candidates: np.ndarray, threads: int = 1) -> np.ndarray:
     """float64 squared distances of each query to its candidate rows of `base` (float64 arrays), computed in
-    a CPU-independent order: ``sum((y - q) ** 2)`` with IEEE operations and numpy's fixed-order pairwise sum."""
+    a CPU-independent order: ``sum((y - q) ** 2)`` with IEEE operations and numpy's fixed-order pairwise sum.
+    Blocks of queries go to `threads` threads (numpy releases the GIL): each row's arithmetic is the same."""
     out = np.empty(candidates.shape, dtype=np.float64)
     rows = max(1, _EXACT_BLOCK // max(1, candidates.shape[1] * base.shape[1]))
-    for s in range(0, len(queries), rows):
+
+    def block(s: int) -> None:
         diff = base[candidates[s : s + rows]]
         diff -= queries[s : s + rows, None, :]
         np.square(diff, out=diff)
         out[s : s + rows] = diff.sum(axis=2)
+
+    starts = range(0, len(queries), rows)
+    if threads > 1 and len(starts) > 1:
+        with ThreadPoolExecutor(threads) as pool:
+            list(pool.map(block, starts))
+    else:
+        for s in starts:
+            block(s)
     return out
 
 
@@ -54,9 +67,11 @@ def _complete(d32: np.ndarray, k: int, bound: np.ndarray, everything: bool) -> n
     return d32[:, -1] > d32[:, k - 1] + 2.0 * bound
 
 
-def _search(index, base64: np.ndarray, queries: np.ndarray, k: int, exclude: np.ndarray | None, bound: np.ndarray):
+def _search(
+    index, base64: np.ndarray, queries: np.ndarray, k: int, exclude: np.ndarray | None, bound: np.ndarray, threads: int
+):
     """(indices, float64 squared distances) of the k nearest rows of `base64` per query (float32 `queries`),
-    self (`exclude`) left out."""
+    self (`exclude`) left out; the re-ranking on `threads` threads."""
     n = len(base64)
     extra = 1 if exclude is not None else 0
     depth = min(n, k + extra + max(3, k // 4))  # a few more than needed; deeper only where the check fails
@@ -74,7 +89,7 @@ def _search(index, base64: np.ndarray, queries: np.ndarray, k: int, exclude: np.
             is_self = cand == exclude[rows][:, None]
             is_self[~is_self.any(axis=1), -1] = True  # the query not proposed: drop the last candidate instead
             cand = cand[~is_self].reshape(len(rows), depth - 1)
-        d64 = exact_sq_distances(queries[rows].astype(np.float64), base64, cand)
+        d64 = exact_sq_distances(queries[rows].astype(np.float64), base64, cand, threads)
         order = np.lexsort((cand, d64), axis=1)[:, :k]  # distance first, then item index
         out_i[rows] = np.take_along_axis(cand, order, axis=1)
         out_d[rows] = np.take_along_axis(d64, order, axis=1)
@@ -118,5 +133,5 @@ def nearest_neighbours(
     for s in tqdm(range(0, len(q), chunk), desc="kNN", unit="chunk", disable=not progress):
         e = min(s + chunk, len(q))
         exclude = None if gallery else np.arange(s, e)
-        out_i[s:e], out_d[s:e] = _search(index, x64, q[s:e], k, exclude, bound[s:e])
+        out_i[s:e], out_d[s:e] = _search(index, x64, q[s:e], k, exclude, bound[s:e], threads or numerics.threads())
     return out_i, out_d

@@ -73,7 +73,8 @@ class CCPObjective(Objective):
         self.cfg, self.variant, self.num_classes = cfg, variant, num_classes
         k = cfg.proxies_per_class
         self.register_buffer("anchor_labels", torch.arange(num_classes).repeat_interleave(k))
-        self.supports_distributed = variant != "sample_ccp"  # its anchors pass through the network a second time
+        # sample_ccp: its anchors pass through the network a second time
+        self.supports_distributed = self.single_forward = variant != "sample_ccp"
         self.proxies = (
             nn.Parameter(torch.zeros(num_classes * k, embedding_dim)) if variant in ("loss_proxy", "ccp") else None
         )

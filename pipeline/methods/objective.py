@@ -22,6 +22,7 @@ class Objective(nn.Module):
 
     diagnostics: list[dict]
     supports_distributed = True  # pipeline/distributed.py: False where the method cannot run under DDP
+    single_forward = True  # batch_loss calls the network once, on the batch (pipeline/cuda_graphs.py)
 
     def __init__(self, loss: nn.Module, miner: nn.Module | None = None, lr: float | None = None):
         super().__init__()
