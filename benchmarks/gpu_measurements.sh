@@ -1,11 +1,11 @@
 #!/bin/bash
-# Every GPU measurement of the README in one script, for a GPU machine that has Python, PyTorch and a GPU but no DVC
-# and no network (a lent machine; with DVC the same work is `dvc repro` / `dvc exp run`, README "GPU").
+# Every GPU measurement of docs/gpu.md in one script, for a GPU machine that has Python, PyTorch and a GPU but no DVC
+# and no network (a lent machine; with DVC the same work is `dvc repro` / `dvc exp run`, docs/gpu.md).
 #
 #   benchmarks/gpu_measurements.sh OUT PART...
 #
 # Made beforehand on a machine with DVC and the project installed, and carried along (all git-ignored):
-#   .whl/                 the packages the GPU image lacks, as cp312 wheels (README "GPU": the list)
+#   .whl/                 the packages the GPU image lacks, as cp312 wheels (docs/gpu.md: the list)
 #   .gpu/cub.yaml         python -m pipeline.compose dataset=cub --output .gpu/cub.yaml
 #   .gpu/stages.txt       dvc repro --dry -f > .gpu/stages.txt            (the digit default's stage commands)
 #   data/uci/             the Debian package LANML's Glass is read from (a first dvc repro fetches it)

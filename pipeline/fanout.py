@@ -7,7 +7,7 @@ try it, and in the tests).
    own folder, runs `dvc repro --pull <its stages>` (the stages of step 1 are restored from their runs, not
    recomputed) and pushes its runs (`dvc push --run-cache`).
 3. Here, in the workspace the fan-out started from: `dvc repro --pull` restores every pushed stage and runs
-   what is left (evaluate, report, the cheap poc and lanml_timing).
+   what is left (evaluate, pictures, export, report, the cheap poc and lanml_timing).
 
 A job killed mid-stage pushes nothing of that stage (DVC keeps a run only after its command succeeded), so
 running the fan-out again redoes only what is missing. `lanml_timing` is never fanned out: its CPU times

@@ -11,7 +11,7 @@ installed package (EfficientNet-Lite0's weights, the emoji drawings, scikit-lear
 when that cannot be created or written (no ``$HOME``, a read-only one) the project falls back to
 ``<tmp>/dml-repro-<uid>`` and says so in one line. Every file in it is built on first use and may be deleted
 at any time. DVC keeps its own state in the repository (``.dvc/tmp``) and in ``/var/tmp/dvc`` (its site
-cache); pip's cache is pip's (the README lists them all).
+cache); pip's cache is pip's (docs/reproducibility.md lists them all).
 """
 
 from __future__ import annotations

@@ -1,8 +1,8 @@
 """evaluate: MLRC Separated and Concatenated metrics of every trained run on the test classes, the
 singular value spectrum of each fold's test embeddings (Revisiting section 5), every model's MAP@R and
 P@1 per test class (the claims' bootstrap over test classes), and the headline metrics that `dvc metrics show`
-and `dvc exp show` list: per run the validation MAP@R (mean over the models of the kept epoch's; sort and
-select experiments by this one) and the test classes' separated MAP@R, P@1 and R-precision.
+and `dvc exp show` list, the project's only DVC metrics: per run the validation MAP@R (mean over the models of the
+kept epoch's; sort and select experiments by this one) and the test classes' separated MAP@R and P@1.
 
 One stage for all runs (a process per run would cost more in start-up than the evaluation itself);
 runs are evaluated in ``eval.workers`` processes, and every output folder appears complete or not at all.

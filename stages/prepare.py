@@ -1,6 +1,7 @@
 """prepare: write the data set (images + manifest with split and MLRC folds).
 
-digit_pairs: the embedded default, made from scikit-learn's bundled digits. emoji: the real-image default,
+digit_pairs: the embedded default, made from scikit-learn's bundled digits. folder: your own images (data.source:
+a folder of class folders or a CSV manifest, pipeline/data/folder.py). emoji: the real-image default,
 emoji drawn by eleven artists' sets fetched from the npm registry and rendered (pipeline/data/emoji.py). cub, cars196,
 sop, inshop: the real benchmarks, downloaded (or taken from data.source) and extracted into the output folder.
 """
@@ -19,6 +20,10 @@ def main(params, args):
             from pipeline.data.digit_pairs import write_digit_pairs
 
             write_digit_pairs(tmp, d.num_classes, d.images_per_class, d.train_instance_fraction, folds, params.seed)
+        elif d.name == "folder":
+            from pipeline.data.folder import write_folder
+
+            write_folder(tmp, d.source, folds)
         elif d.name == "emoji":
             from pipeline.data.emoji import write_emoji
 

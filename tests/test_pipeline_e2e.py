@@ -1,11 +1,13 @@
 """End to end: `dvc repro` on a tiny params override in a temporary git repository."""
 
+import json
 import os
 import shutil
 import subprocess
 import sys
 from pathlib import Path
 
+import pandas as pd
 import pytest
 import yaml
 
@@ -92,6 +94,7 @@ def test_repro_builds_every_output(repo):
         "lanml_timing",
         "evaluate",
         "pictures",
+        "export",
         "train@ms",
         "train@proxy_anchor",
         "train_ccp_base@c2-loss_proxy",
@@ -152,8 +155,13 @@ def test_repro_builds_every_output(repo):
     assert "| iris (105 x 4) | LANML- |" in timing and "| iris (105 x 4) | LMNN-7 |" in timing
     shown = sh(DVC + ["metrics", "show", "--json"], repo)
     assert "map_at_r" in shown and "c2_ccp" in shown
-    plots = sh(DVC + ["plots", "show", "--json"], repo)
-    assert "reports/train_logs/ms/fold-0-seed-0.csv" in plots
+    plots = json.loads(sh(DVC + ["plots", "show", "--json"], repo))["data"]
+    assert {
+        f"reports/figures/{name}.png" for name in ("claims_forest", "validation_curves", "ccp_proxies_pool")
+    } <= set(plots)
+    assert all(p[0]["type"] == "image" for p in plots.values())  # the figures a reader compares, side by side
+    metrics = sh(DVC + ["metrics", "show", "--json"], repo)
+    assert "headline_metrics.json" in metrics and "ccp_poc" not in metrics and "lanml" not in metrics
     sh(["git", "add", "-A"], repo)
     sh(["git", "commit", "-qm", "results"], repo)
 
@@ -179,7 +187,7 @@ def test_ccp_lambda_changes_only_ccp_rows_and_figures(repo):
     out = sh(DVC + ["exp", "run", "-S", "ccp.lambda=3e-2"], repo)
     ran = stages_run(out)
     # not Loss-Proxy: no lambda there; tune reads every run's section, and at 0 trials rewrites the same records
-    assert ran == {"tune", "train_ccp@c2-ccp", "ablation@ccp", "poc", "evaluate", "pictures", "report"}
+    assert ran == {"tune", "train_ccp@c2-ccp", "ablation@ccp", "poc", "evaluate", "pictures", "export", "report"}
     diff = sh(["git", "diff", "--unified=0", "params.yaml"], repo)
     changed = [
         line.split("#")[0].rstrip() for line in diff.splitlines() if line[:1] in "+-" and line[:3] not in ("+++", "---")
@@ -189,9 +197,9 @@ def test_ccp_lambda_changes_only_ccp_rows_and_figures(repo):
     changed_rows = {k for k in before["rows"] if before["rows"][k] != after["rows"][k]}
     assert changed_rows and all(k.startswith("c2_ccp") for k in changed_rows)  # loss_proxy has no lambda
     changed_figures = {k for k in before["figures"] if before["figures"][k] != after["figures"][k]}
-    assert changed_figures and all(k.startswith(("ccp_", "spectrum", "validation_curves")) for k in changed_figures), (
-        changed_figures
-    )
+    assert changed_figures and all(
+        k.startswith(("ccp_", "spectrum", "validation_curves", "claims_forest")) for k in changed_figures
+    ), changed_figures
     assert not {"profs_lambda.png", "profs_m.png"} & changed_figures
     assert before["lanml"] == after["lanml"]
     assert "lambda: 0.03" in (repo / "params.yaml").read_text()
@@ -201,7 +209,7 @@ def test_exp_run_reruns_only_the_changed_method(repo):
     """Every `-S` composes from conf/: the lambda of the experiment before is back at conf/'s value, so C2-CCP
     comes back from the run cache (not retrained) and only the uncached poc reruns beside train@ms."""
     out = sh(DVC + ["exp", "run", "-S", "baselines.ms.loss.alpha=3.0"], repo)
-    assert stages_run(out) == {"tune", "train@ms", "evaluate", "pictures", "report", "poc"}
+    assert stages_run(out) == {"tune", "train@ms", "evaluate", "pictures", "export", "report", "poc"}
     assert "Stage 'train_ccp@c2-ccp' is cached" in out
     params = yaml.safe_load((repo / "params.yaml").read_text())
     assert params["baselines"]["ms"]["loss"]["alpha"] == 3.0 and params["ccp"]["lambda"] == 0.0002
@@ -299,9 +307,17 @@ def test_a_fan_out_over_two_local_jobs_assembles_the_plain_reports(repo, tmp_pat
     fanned = ran["job-0"] + ran["job-1"]
     assert sorted(fanned) == sorted(fanned_stages(here)) and ran["job-0"] and ran["job-1"]  # each once, split
     # here: only what is not fanned out (poc too when the params it reads changed: a persist output, never cached)
-    assert {"evaluate", "pictures", "report"} <= set(ran["here"]) <= {"evaluate", "pictures", "report", "poc"}, ran[
-        "here"
-    ]
+    assert (
+        {"evaluate", "pictures", "export", "report"}
+        <= set(ran["here"])
+        <= {
+            "evaluate",
+            "pictures",
+            "export",
+            "report",
+            "poc",
+        }
+    ), ran["here"]
     assert not any(FANNED.match(s) for s in ran["here"])
     assert _tree(here / "reports") == _tree(repo / "reports")
     assert (here / "dvc.lock").read_text() == (repo / "dvc.lock").read_text()
@@ -330,3 +346,56 @@ def test_queued_experiments_run_two_at_a_time(repo):
         assert "train@ms" in ran and not {"prepare", "embed", "train@proxy_anchor", "ablation@ccp"} & ran, ran
     shown = sh(DVC + ["exp", "show", "--csv"], repo)
     assert "alpha-2.5" in shown and "alpha-3.5" in shown and "val_map_at_r" in shown
+
+
+def test_your_own_image_folder_trains_exports_and_the_command_line_searches_it(repo, tmp_path_factory):
+    """A folder of class folders made here, trained with `dvc exp run -S dataset=folder -S data.source=...`, every
+    run's best model exported (data/export/<run>.pt2), then `dml embed` and `dml search` on new images of the same
+    classes from the command line, with nothing of the project's config: the model file alone."""
+    from tests.test_folder import make_folder
+
+    root = tmp_path_factory.mktemp("own")
+    images = make_folder(root / "images", classes=8, per_class=6)
+    new = make_folder(root / "new", classes=8, per_class=2, seed=1)
+    here = root / "project"
+    sh(["git", "clone", "-q", str(repo), str(here)], root)
+    shutil.copy(repo / "params.yaml", here / "params.yaml")
+    sh(DVC + ["exp", "run", "-S", "dataset=folder", "-S", f"data.source={images}", "-S", "backbone.name=pixels"], here)
+    exported = sorted(p.name for p in (here / "data" / "export").iterdir())
+    assert exported == sorted(f"{run}.pt2" for run in RUNS)
+    dml = Path(sys.executable).parent / "dml"
+    out = sh([str(dml), "embed", str(here / "data/export/ms.pt2"), str(new), "--out", str(root / "new.npz")], root)
+    assert "new.npz: 16 embeddings of 8 dimensions (ms, fold-" in out
+    out = sh(
+        [
+            str(dml),
+            "search",
+            str(here / "data/export/ms.pt2"),
+            "--gallery",
+            str(images),
+            "--queries",
+            str(root / "new.npz"),
+            "-k",
+            "3",
+            "--out",
+            str(root / "search.csv"),
+            "--picture",
+            str(root / "search.png"),
+        ],
+        root,
+    )
+    table = pd.read_csv(root / "search.csv")
+    assert len(table) == 16 * 3 and table["rank"].tolist()[:3] == [1, 2, 3]
+    first = table[table["rank"] == 1]
+    assert first.same_folder.mean() >= 0.75, first  # new images of a class find their class
+    assert f"{int(first.same_folder.sum())} of 16 first matches in a folder of the query's name" in out
+    assert (root / "search.png").stat().st_size > 10_000
+    missing = subprocess.run(
+        [str(dml), "embed", str(here / "nothing.pt2"), str(new), "--out", "x.npz"],
+        capture_output=True,
+        text=True,
+        cwd=root,
+    )
+    assert missing.returncode == 2 and missing.stderr.strip().endswith(
+        "nothing.pt2: no exported model (the export stage writes data/export/<run>.pt2)"
+    )

@@ -83,9 +83,9 @@ def _check_runs(p, source: str) -> None:
 
 
 def _check_protocol(p, source: str) -> None:
-    """A real data set trains under one of the papers' protocols (conf/protocol), an embedded one under none: a
-    data set's name alone (``-S data.name=cub``) would train it at the embedded default's settings."""
-    embedded = p.data.name in ("digit_pairs", "emoji")
+    """A real data set trains under one of the papers' protocols (conf/protocol), an embedded one or your own folder
+    under none: a data set's name alone (``-S data.name=cub``) would train it at the embedded default's settings."""
+    embedded = p.data.name in ("digit_pairs", "emoji", "folder")
     if embedded != (p.data.setting == "none"):
         fix = f"-S dataset={p.data.name}" + ("" if embedded else " (protocol mlrc; or -S protocol=conventional)")
         raise ParamsError(

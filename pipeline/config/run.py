@@ -11,6 +11,7 @@ from pipeline.config.base import section
 
 BenchmarkName = Literal["cub", "cars196", "sop", "inshop"]  # pipeline/data/benchmarks.py
 EmbeddedName = Literal["digit_pairs", "emoji"]  # installed offline
+FolderName = Literal["folder"]  # your own images: data.source, pipeline/data/folder.py
 EmojiSet = Literal[
     "noto",
     "noto-v1",
@@ -43,11 +44,12 @@ class ExperimentConfig:
 @section
 class DataConfig:
     # digit_pairs: the embedded default; emoji: the real-image default; the real benchmarks (conf/dataset)
-    name: Literal[EmbeddedName, BenchmarkName] = "digit_pairs"
+    name: Literal[EmbeddedName, BenchmarkName, FolderName] = "digit_pairs"
     # the real data sets' protocol (conf/protocol); none for the embedded sets
     setting: Literal["none", "mlrc", "conventional"] = "none"
     # real data sets: a folder with the data set's files (archives or extracted), or its single archive;
-    # "" = download into download_dir (from mirror/<file name> when a mirror is given)
+    # "" = download into download_dir (from mirror/<file name> when a mirror is given); folder: a folder of class
+    # folders or a CSV manifest (path, label)
     source: str = ""
     download_dir: str = "data/downloads"
     mirror: str = ""

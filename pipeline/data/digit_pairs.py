@@ -1,6 +1,6 @@
 """The embedded default data set: "digit pairs" from scikit-learn's bundled digits.
 
-README, "The embedded default". Each image puts two real 8x8 handwritten digit images
+docs/defaults.md. Each image puts two real 8x8 handwritten digit images
 (UCI optdigits, shipped with scikit-learn) side by side, giving an 8x16
 grey image; a class is an ordered digit pair (a, b), so there are up to 100
 classes. The digit instances of every digit are split into two disjoint pools:

@@ -7,7 +7,7 @@ differ in style and detail while the classes share "parts" (faces, hands, animal
 
 Source: the Iconify per-set packages on the npm registry (``@iconify-json/<set>``), fetched with
 ``npm pack NAME@VERSION`` (no other host) and checked against the SHA-256 recorded in ``EMOJI_SETS``
-(also the npm integrity hash in the README); on a machine without npm put the .tgz files into
+(also in docs/defaults.md); on a machine without npm put the .tgz files into
 ``data.source`` (a folder) or ``data.download_dir``/npm. Each package holds ``icons.json``: SVG bodies
 by name, and aliases (another name for an icon; aliases that flip the image are left out).
 

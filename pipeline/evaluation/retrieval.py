@@ -1,6 +1,6 @@
 """Retrieval metrics from the ranked neighbour lists.
 
-Definitions (MLRC section 3.2; Revisiting supplement A.3; README "Evaluation"):
+Definitions (MLRC section 3.2; Revisiting supplement A.3; docs/evaluation.md):
 with the query excluded, R = number of other items of the query's class and
 rel_i = 1 when the i-th neighbour shares the query's class.
 

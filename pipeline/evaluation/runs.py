@@ -13,7 +13,7 @@ from pipeline.evaluation.spectrum import singular_value_spectrum
 from pipeline.io import read_json, read_npz
 from pipeline.runs import model_name
 
-HEADLINE = ("map_at_r", "precision_at_1", "r_precision")  # test: separated means, listed by dvc metrics / exp show
+HEADLINE = ("map_at_r", "precision_at_1")  # test: separated means, listed by dvc metrics / exp show
 
 
 def embeddings_file(run_folder: str | Path, fold: int, seed: int) -> Path:

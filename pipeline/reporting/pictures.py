@@ -72,30 +72,35 @@ def retrieval_figure(
     names: dict[int, str],
     queries: np.ndarray,
     top: np.ndarray,
-    right: np.ndarray,
+    right: np.ndarray | None,
     path: Path,
 ) -> None:
-    """One row per query: the query, then its neighbours framed green (same class) or red (another class)."""
+    """One row per query: the query, then its neighbours framed green (same class) or red (another class); grey
+    when `right` is None (no classes known)."""
     rows, k = top.shape
     fig, axes = plt.subplots(rows, k + 1, figsize=(1.15 * (k + 1), 1.3 * rows), squeeze=False)
     for r, q in enumerate(queries):
-        cells = [(q, None)] + [(int(n), bool(ok)) for n, ok in zip(top[r], right[r])]
+        marks = [None] * k if right is None else [bool(ok) for ok in right[r]]
+        cells = [(q, None)] + [(int(n), ok) for n, ok in zip(top[r], marks)]
         for c, (row, ok) in enumerate(cells):
             ax = axes[r, c]
             ax.imshow(_thumbnail(images[row]), interpolation="nearest", aspect="auto")
             ax.set_xticks([])
             ax.set_yticks([])
-            colour = "black" if ok is None else (RIGHT if ok else WRONG)
+            colour = "black" if c == 0 else "grey" if ok is None else (RIGHT if ok else WRONG)
             for spine in ax.spines.values():
                 spine.set_edgecolor(colour)
                 spine.set_linewidth(1.5 if ok is None else 4)
             text = names.get(int(labels[row]), str(labels[row]))
-            ax.set_title(("query: " if ok is None else ("" if ok else "✗ ")) + text[:16], fontsize=6, color=colour)
-    fig.suptitle(
-        f"{title}: top-{k} of {rows} fixed test queries\n(green: same class, red: another class; "
-        f"{int(right.sum())} of {right.size} right)",
-        fontsize=9,
-    )
+            ax.set_title(("query: " if c == 0 else ("✗ " if ok is False else "")) + text[:16], fontsize=6, color=colour)
+    if right is None:
+        heading = f"{title}: top-{k} of {rows} queries (no classes known)"
+    else:
+        heading = (
+            f"{title}: top-{k} of {rows} fixed test queries\n(green: same class, red: another class; "
+            f"{int(right.sum())} of {right.size} right)"
+        )
+    fig.suptitle(heading, fontsize=9)
     save(fig, path, rect=(0, 0, 1, 0.96), dpi=PICTURE_DPI, colors=PICTURE_COLORS)
 
 

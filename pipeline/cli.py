@@ -1,0 +1,172 @@
+"""dml: a trained model on new images, from the command line (the export stage's data/export/<run>.pt2).
+
+    dml embed MODEL IMAGES... --out embeddings.npz
+    dml search MODEL --gallery IMAGES... --queries IMAGES... [-k 5] [--out results.csv] [--picture results.png]
+
+IMAGES: image files or folders (searched recursively); for `search` also an .npz that `dml embed` wrote. Each
+image goes through the model's own preprocessing (the recipe inside the file: pipeline/models/export.py), so its
+embedding is the one the pipeline's evaluation would give it. `search` ranks the gallery for every query with the
+exact nearest-neighbour search of the evaluation (pipeline/evaluation/knn.py: Euclidean, ties by gallery order)
+and writes one row per (query, rank): the files, the squared distance and whether both lie in folders of the same
+name (your class folders); `--picture` draws each query with its top-k, framed green / red by that folder match
+when the queries sit in class folders. Bad input (a missing model, no image, an unreadable one, k larger than the
+gallery) stops with one line and exit code 2.
+"""
+
+from __future__ import annotations
+
+import pipeline  # noqa: F401  (first: it pins the CPU numerics before numpy and torch load)
+
+# isort: split
+import argparse
+import sys
+from pathlib import Path
+
+import numpy as np
+
+from pipeline.data.folder import IMAGE_SUFFIXES
+from pipeline.errors import PipelineError
+
+
+class UsageError(PipelineError, ValueError):
+    """Bad command-line input (one line)."""
+
+
+def image_files(items: list[str]) -> list[Path]:
+    """The image files named or found (recursively, in path order) under the folders named."""
+    files = []
+    for item in items:
+        path = Path(item)
+        if path.is_dir():
+            files += sorted(p for p in path.rglob("*") if p.is_file() and p.suffix.lower() in IMAGE_SUFFIXES)
+        elif path.is_file():
+            files.append(path)
+        else:
+            raise UsageError(f"{path}: not found")
+    if not files:
+        raise UsageError(f"no image files in {' '.join(items)}")
+    return files
+
+
+def embed_images(model, about: dict, files: list[Path], batch: int = 64) -> np.ndarray:
+    """Embeddings of `files` through the recipe's preprocessing and the model, `batch` at a time."""
+    import torch
+    from PIL import Image, UnidentifiedImageError
+    from tqdm import tqdm
+
+    from pipeline.models.export import preprocess
+
+    transform, out = preprocess(about), []
+    for s in tqdm(range(0, len(files), batch), desc="embed", unit="batch"):
+        inputs = []
+        for f in files[s : s + batch]:
+            try:
+                with Image.open(f) as image:
+                    inputs.append(transform(image))
+            except (UnidentifiedImageError, OSError) as err:
+                raise UsageError(f"{f}: not a readable image ({type(err).__name__})") from None
+        with torch.inference_mode():
+            out.append(model(torch.stack(inputs)).float().numpy())
+    return np.concatenate(out)
+
+
+def embedded(model, about: dict, items: list[str]) -> tuple[list[Path], np.ndarray]:
+    """Files and embeddings: read from one .npz of `dml embed`, or computed."""
+    if len(items) == 1 and items[0].endswith(".npz"):
+        with np.load(items[0]) as saved:
+            return [Path(p) for p in saved["paths"]], saved["embeddings"]
+    files = image_files(items)
+    return files, embed_images(model, about, files)
+
+
+def cmd_embed(args) -> None:
+    from pipeline.io import atomic_path
+    from pipeline.models.export import load_model
+
+    model, about = load_model(args.model)
+    files = image_files(args.images)
+    embeddings = embed_images(model, about, files, args.batch)
+    with atomic_path(args.out) as tmp, open(tmp, "wb") as fh:
+        np.savez(fh, embeddings=embeddings, paths=np.array([str(f) for f in files]))
+    print(f"{args.out}: {len(files)} embeddings of {embeddings.shape[1]} dimensions ({about['run']}, {about['model']})")
+
+
+def cmd_search(args) -> None:
+    import pandas as pd
+
+    from pipeline.evaluation.knn import nearest_neighbours
+    from pipeline.io import write_text
+    from pipeline.models.export import load_model
+
+    model, about = load_model(args.model)
+    gallery, g = embedded(model, about, args.gallery)
+    queries, q = embedded(model, about, args.queries)
+    if not 1 <= args.k <= len(gallery):
+        raise UsageError(f"-k {args.k}: the gallery holds {len(gallery)} images")
+    found, distances = nearest_neighbours(g, args.k, queries=q)
+    same = np.array([[gallery[j].parent.name == queries[i].parent.name for j in row] for i, row in enumerate(found)])
+    table = pd.DataFrame(
+        {
+            "query": np.repeat([str(p) for p in queries], args.k),
+            "rank": np.tile(np.arange(1, args.k + 1), len(queries)),
+            "match": [str(gallery[j]) for j in found.ravel()],
+            "squared_distance": distances.ravel(),
+            "same_folder": same.ravel(),
+        }
+    )
+    write_text(args.out, table.to_csv(index=False, float_format="%.6g"))
+    if args.picture:
+        search_picture(queries, gallery, found, same, about, Path(args.picture), args.rows)
+    print(
+        f"{args.out}: top-{args.k} of {len(gallery)} gallery images for {len(queries)} queries; "
+        f"{int(same[:, 0].sum())} of {len(queries)} first matches in a folder of the query's name"
+    )
+
+
+def search_picture(queries, gallery, found, same, about: dict, path: Path, rows: int) -> None:
+    """The first `rows` queries with their top-k (pipeline/reporting/pictures.py's grid), framed by folder match."""
+    from pipeline.reporting.pictures import retrieval_figure
+
+    shown = min(rows, len(queries))
+    images = [*queries[:shown], *gallery]
+    top = found[:shown] + shown  # gallery rows after the queries in `images`
+    names = {i: p.parent.name for i, p in enumerate(images)}
+    classes_known = any(q.parent.name in {g.parent.name for g in gallery} for q in queries[:shown])
+    retrieval_figure(
+        f"{about['run']} ({about['model']})",
+        images,
+        np.arange(len(images)),
+        names,
+        np.arange(shown),
+        top,
+        same[:shown] if classes_known else None,
+        path,
+    )
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(prog="dml", description=__doc__.split("\n\n")[0])
+    commands = parser.add_subparsers(dest="command", required=True)
+    embed = commands.add_parser("embed", help="embed images with an exported model")
+    embed.add_argument("model", help="an exported model (data/export/<run>.pt2)")
+    embed.add_argument("images", nargs="+", help="image files or folders")
+    embed.add_argument("--out", required=True, help="the .npz to write (embeddings, paths)")
+    embed.add_argument("--batch", type=int, default=64)
+    search = commands.add_parser("search", help="rank gallery images for query images")
+    search.add_argument("model", help="an exported model (data/export/<run>.pt2)")
+    search.add_argument("--gallery", nargs="+", required=True, help="image files or folders, or an .npz of dml embed")
+    search.add_argument("--queries", nargs="+", required=True, help="image files or folders, or an .npz of dml embed")
+    search.add_argument("-k", type=int, default=5, help="neighbours per query")
+    search.add_argument("--out", default="search.csv", help="the table to write (one row per query and rank)")
+    search.add_argument("--picture", help="a PNG of the first --rows queries and their top-k")
+    search.add_argument("--rows", type=int, default=8)
+    args = parser.parse_args(argv)
+    try:
+        {"embed": cmd_embed, "search": cmd_search}[args.command](args)
+    except (PipelineError, FileNotFoundError, ValueError) as err:
+        print(f"error: {err}", file=sys.stderr)
+        sys.exit(2)
+
+
+if __name__ == "__main__":
+    main()

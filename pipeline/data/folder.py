@@ -1,0 +1,102 @@
+"""Your own images (``-S dataset=folder -S data.source=<path>``): a folder with one sub-folder per class, or a CSV
+manifest with ``path`` and ``label`` columns (paths relative to the CSV's folder, or absolute).
+
+The images are checked and copied into the prepared folder (copies, not links: DVC may make its cached files
+read-only, and a link would carry that to your originals), the classes
+sorted by name and numbered, and the MLRC protocol applied as to every named data set (pipeline/data/manifest.py):
+the first half of the sorted classes train, the second half test, the training classes cut into class-disjoint
+folds. Bad input stops with one line naming the file or class, before anything is copied: a missing source, a
+class with fewer than 2 images, an image that cannot be read, a path listed twice, too few classes for the folds.
+DVC does not see inside `data.source`: after changing its images, rerun ``dvc repro -f prepare``.
+"""
+
+from __future__ import annotations
+
+import logging
+import shutil
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+from PIL import Image, UnidentifiedImageError
+from tqdm import tqdm
+
+from pipeline.data.manifest import MANIFEST_NAME, DataError, build_manifest
+
+log = logging.getLogger(__name__)
+
+IMAGE_SUFFIXES = (".jpg", ".jpeg", ".png", ".bmp", ".gif", ".webp", ".tif", ".tiff")
+
+
+def _from_folder(root: Path) -> tuple[list[Path], list[str]]:
+    """Every image under each class sub-folder (any depth), classes in name order, files in path order."""
+    classes = sorted(p for p in root.iterdir() if p.is_dir() and not p.name.startswith("."))
+    if not classes:
+        raise DataError(f"data.source: {root}: no class sub-folders (one folder of images per class)")
+    files, labels = [], []
+    for folder in classes:
+        found = sorted(p for p in folder.rglob("*") if p.is_file() and p.suffix.lower() in IMAGE_SUFFIXES)
+        files += found
+        labels += [folder.name] * len(found)
+    return files, labels
+
+
+def _from_csv(path: Path) -> tuple[list[Path], list[str]]:
+    """The rows of a CSV manifest (path, label), paths relative to its folder."""
+    try:
+        table = pd.read_csv(path, dtype={"path": str, "label": str})
+    except (pd.errors.ParserError, UnicodeDecodeError) as err:
+        raise DataError(f"{path}: not a readable CSV ({str(err).splitlines()[0]})") from None
+    missing = [c for c in ("path", "label") if c not in table.columns]
+    if missing:
+        raise DataError(f"{path}: missing column(s) {', '.join(missing)} (a CSV with path,label)")
+    twice = table.path[table.path.duplicated()]
+    if len(twice):
+        rows = np.flatnonzero(table.path == twice.iloc[0]) + 2  # 1-based, after the header line
+        raise DataError(f"{path}: path {twice.iloc[0]!r} listed twice (lines {rows[0]} and {rows[1]})")
+    return [path.parent / p for p in table.path], list(table.label)
+
+
+def _check_readable(files: list[Path]) -> None:
+    for f in tqdm(files, desc="checking images", unit="img"):
+        if not f.is_file():
+            raise DataError(f"{f}: image not found")
+        try:
+            with Image.open(f) as image:
+                image.verify()
+        except (UnidentifiedImageError, OSError, SyntaxError) as err:
+            raise DataError(f"{f}: not a readable image ({type(err).__name__})") from None
+
+
+def _place(source: Path, target: Path) -> None:
+    target.parent.mkdir(parents=True, exist_ok=True)
+    shutil.copyfile(source, target)
+
+
+def write_folder(out: Path, source: str, num_folds: int) -> None:
+    """Check the images of `source` (module docstring), then place them and the manifest under `out`."""
+    if not source:
+        raise DataError("data.source: empty (-S data.source=<a folder of class folders, or a CSV path,label>)")
+    root = Path(source)
+    if not root.exists():
+        raise DataError(f"data.source: {root}: not found")
+    files, names = _from_csv(root) if root.is_file() else _from_folder(root)
+    classes, labels, counts = np.unique(names, return_inverse=True, return_counts=True)
+    if (counts < 2).any():
+        small = int(np.flatnonzero(counts < 2)[0])
+        raise DataError(f"class {str(classes[small])!r}: {counts[small]} image (every class needs at least 2)")
+    _check_readable(files)
+    paths = [f"images/{label:05d}/{i:06d}{f.suffix.lower()}" for i, (f, label) in enumerate(zip(files, labels))]
+    manifest = build_manifest(paths, labels, num_folds)
+    for f, p in tqdm(list(zip(files, paths)), desc="placing images", unit="img"):
+        _place(f, out / p)
+    manifest.to_csv(out / MANIFEST_NAME, index=False)
+    pd.DataFrame({"label": range(len(classes)), "name": classes}).to_csv(out / "classes.csv", index=False)
+    log.info(
+        "folder %s: %d images, %d classes (%d train / %d test)",
+        root,
+        len(files),
+        len(classes),
+        (manifest.split == "train").sum(),
+        (manifest.split == "test").sum(),
+    )

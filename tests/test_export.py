@@ -1,0 +1,78 @@
+"""Exported models (pipeline/models/export.py, stage export): one file, loaded with torch alone, the same embeddings
+as the network it came from, its preprocessing inside; the best fold x seed model of a run is the one exported."""
+
+import json
+import subprocess
+import sys
+
+import numpy as np
+import torch
+from PIL import Image
+
+from pipeline.experiment import train_fold
+from pipeline.models.export import best_model, export_model, load_model, preprocess, rebuild, recipe
+
+CPU = torch.device("cpu")
+
+
+def test_an_exported_run_embeds_images_as_the_pipeline_does_and_loads_with_torch_alone(
+    tiny_params, tiny_data, tmp_path
+):
+    manifest, features = tiny_data
+    result = train_fold(tiny_params, "ms", 0, manifest, features, CPU)
+    weights = tmp_path / "model.pt"
+    torch.save(result.model.state_dict(), weights)
+    model = rebuild(tiny_params, "ms", weights, str(tmp_path))
+    about = recipe(tiny_params.backbone, run="ms", model="fold-0-seed-0", best_val_map_at_r=0.5)
+    rows = manifest.rows("test")[:10]
+    batch = torch.stack([preprocess(about)(Image.open(manifest.image_path(int(r)))) for r in rows])
+    assert torch.equal(batch.flatten(1), torch.from_numpy(features.features[rows]))  # the embed stage's features
+    export_model(model, batch, about, tmp_path / "ms.pt2")
+    loaded, recorded = load_model(tmp_path / "ms.pt2")
+    assert recorded == json.loads(json.dumps(about)) and recorded["preprocessing"]["mode"].startswith("pixels")
+    with torch.no_grad():
+        assert torch.equal(loaded(batch), model(batch))  # the same network, bit for bit
+        assert torch.equal(loaded(batch[:3]), model(batch[:3]))  # any batch size
+    assert np.array_equal(model(batch).detach().numpy(), result.model.eval()(batch).detach().numpy())
+    code = (  # a process that imports nothing of this package: torch alone
+        "import json, sys, torch; extra = {'dml.json': ''}; "
+        "p = torch.export.load(sys.argv[1], extra_files=extra); x = torch.load(sys.argv[2]); "
+        "assert 'pipeline' not in sys.modules; print(json.loads(extra['dml.json'])['run'], tuple(p.module()(x).shape))"
+    )
+    torch.save(batch, tmp_path / "batch.pt")
+    done = subprocess.run(
+        [sys.executable, "-c", code, str(tmp_path / "ms.pt2"), str(tmp_path / "batch.pt")],
+        capture_output=True,
+        text=True,
+        cwd=tmp_path,
+        env={"PATH": "/usr/bin:/bin"},
+    )
+    assert done.returncode == 0 and done.stdout.split() == ["ms", "(10,", f"{tiny_params.train.embedding_dim})"], (
+        done.stderr
+    )
+
+
+def test_the_best_model_is_the_best_validation_map_at_r_first_of_equals(tmp_path):
+    for name, value in (("fold-0-seed-0", 0.5), ("fold-1-seed-0", 0.7), ("fold-2-seed-0", 0.7)):
+        (tmp_path / name).mkdir()
+        (tmp_path / name / "summary.json").write_text(json.dumps({"best_val_map_at_r": value}))
+    assert best_model(tmp_path, ["fold-0-seed-0", "fold-1-seed-0", "fold-2-seed-0"])[0] == "fold-1-seed-0"
+
+
+def test_an_export_holds_no_path_of_the_checkout_so_the_same_model_gives_the_same_bytes(tmp_path):
+    """torch.export records each node's source file; left in, a clone elsewhere would write other bytes."""
+    import zipfile
+    from pathlib import Path
+
+    import pipeline
+
+    checkout = str(Path(pipeline.__file__).resolve().parent.parent)
+    model = torch.nn.Sequential(torch.nn.Linear(4, 3), torch.nn.ReLU())
+    written = []
+    for where in ("a", "b"):
+        (tmp_path / where).mkdir()
+        export_model(model, torch.zeros(2, 4), {"run": "x"}, tmp_path / where / "m.pt2")
+        written.append((tmp_path / where / "m.pt2").read_bytes())
+    assert written[0] == written[1]
+    with zipfile.ZipFile(tmp_path / "a" / "m.pt2") as archive:
+        assert not any(checkout.encode() in archive.read(name) for name in archive.namelist())

@@ -1,0 +1,102 @@
+"""Your own images (pipeline/data/folder.py): a folder of class folders or a CSV manifest, the MLRC split and folds,
+and one line naming the file or class for bad input, with nothing written."""
+
+import re
+
+import numpy as np
+import pandas as pd
+import pytest
+from PIL import Image
+
+from pipeline.data.folder import write_folder
+from pipeline.data.manifest import DataError, read_manifest
+
+
+def make_folder(root, classes: int = 8, per_class: int = 3, size=(12, 10), seed: int = 0):
+    """`classes` class folders of `per_class` PNGs each (a distinct colour per class), one in a sub-folder."""
+    rng = np.random.default_rng(seed)
+    for c in range(classes):
+        for i in range(per_class):
+            where = root / f"class_{c:02d}" / ("nested" if i == 0 else "")
+            where.mkdir(parents=True, exist_ok=True)
+            pixels = np.clip(rng.normal(30 * c, 5, (*size[::-1], 3)), 0, 255).astype(np.uint8)
+            Image.fromarray(pixels).save(where / f"img{i}.png")
+    return root
+
+
+def test_a_folder_of_class_folders_is_split_and_folded_like_every_data_set(tmp_path):
+    source, out = make_folder(tmp_path / "images"), tmp_path / "prepared"
+    out.mkdir()
+    write_folder(out, str(source), 2)
+    manifest = read_manifest(out)
+    table = manifest.table
+    assert len(table) == 24 and sorted(table.label.unique()) == list(range(8))
+    assert set(table[table.label < 4].split) == {"train"} and set(table[table.label >= 4].split) == {"test"}
+    assert table[table.split == "train"].groupby("label").fold.nunique().eq(1).all()  # a class in one fold
+    assert sorted(table[table.split == "train"].fold.unique()) == [0, 1]
+    names = pd.read_csv(out / "classes.csv")
+    assert names.name.tolist() == [f"class_{c:02d}" for c in range(8)]
+    first = Image.open(manifest.image_path(0))
+    assert first.size == (12, 10) and (out / table.path[0]).read_bytes() == (source / "class_00/img1.png").read_bytes()
+
+
+def test_a_csv_manifest_with_relative_paths(tmp_path):
+    source = make_folder(tmp_path / "images", classes=4, per_class=2)
+    files = sorted(source.rglob("*.png"))
+    rows = pd.DataFrame(
+        {
+            "path": [str(f.relative_to(tmp_path)) for f in files],
+            "label": [f.parts[-2] if f.parent.name != "nested" else f.parts[-3] for f in files],
+        }
+    )
+    rows.to_csv(tmp_path / "list.csv", index=False)
+    out = tmp_path / "prepared"
+    out.mkdir()
+    write_folder(out, str(tmp_path / "list.csv"), 1)
+    assert len(read_manifest(out).table) == 8
+
+
+@pytest.mark.parametrize(
+    "damage,message",
+    [
+        (lambda src: None, None),
+        (
+            lambda src: (src / "class_03" / "nested" / "img0.png").unlink() or (src / "class_03" / "img1.png").unlink(),
+            "class 'class_03': 1 image (every class needs at least 2)",
+        ),
+        (
+            lambda src: (src / "class_05" / "img2.png").write_bytes(b"not a png"),
+            "class_05/img2.png: not a readable image",
+        ),
+    ],
+)
+def test_bad_images_and_classes_are_named_and_nothing_is_written(tmp_path, damage, message):
+    source = make_folder(tmp_path / "images")
+    damage(source)
+    out = tmp_path / "prepared"
+    out.mkdir()
+    if message is None:
+        write_folder(out, str(source), 2)
+        return
+    with pytest.raises(DataError, match=re.escape(message)):
+        write_folder(out, str(source), 2)
+    assert list(out.iterdir()) == []
+
+
+def test_missing_source_duplicate_paths_and_too_few_classes(tmp_path):
+    out = tmp_path / "prepared"
+    out.mkdir()
+    with pytest.raises(DataError, match=r"data.source: .*nowhere: not found"):
+        write_folder(out, str(tmp_path / "nowhere"), 2)
+    with pytest.raises(DataError, match=r"data.source: empty"):
+        write_folder(out, "", 2)
+    source = make_folder(tmp_path / "images", classes=4, per_class=2)
+    files = sorted(source.glob("*/img1.png"))
+    pd.DataFrame({"path": [str(f) for f in [*files, files[0]]], "label": list("abcda")}).to_csv(
+        tmp_path / "l.csv", index=False
+    )
+    with pytest.raises(DataError, match=r"l.csv: path '.*class_00/img1.png' listed twice \(lines 2 and 6\)"):
+        write_folder(out, str(tmp_path / "l.csv"), 2)
+    with pytest.raises(DataError, match="2 training classes cannot make 4 folds"):
+        write_folder(out, str(source), 4)
+    assert list(out.iterdir()) == []
