@@ -7,10 +7,11 @@ IMAGES: image files or folders (searched recursively); for `search` also an .npz
 image goes through the model's own preprocessing (the recipe inside the file: pipeline/models/export.py), so its
 embedding is the one the pipeline's evaluation would give it. `search` ranks the gallery for every query with the
 exact nearest-neighbour search of the evaluation (pipeline/evaluation/knn.py: Euclidean, ties by gallery order)
-and writes one row per (query, rank): the files, the squared distance and whether both lie in folders of the same
-name (your class folders); `--picture` draws each query with its top-k, framed green / red by that folder match
-when the queries sit in class folders. Bad input (a missing model, no image, an unreadable one, k larger than the
-gallery) stops with one line and exit code 2.
+and writes one row per (query, rank): the files, the squared distance and whether both lie in class folders of the
+same name (an image's class folder: a folder named on the command line that holds images, else the first folder
+under it, as in the folder data set; a file named alone: its folder); `--picture` draws each query with its
+top-k, framed green / red by that folder match when the queries sit in class folders. Bad input (a missing model,
+no image, an unreadable one, k larger than the gallery) stops with one line and exit code 2.
 """
 
 from __future__ import annotations
@@ -32,20 +33,26 @@ class UsageError(PipelineError, ValueError):
     """Bad command-line input (one line)."""
 
 
-def image_files(items: list[str]) -> list[Path]:
-    """The image files named or found (recursively, in path order) under the folders named."""
-    files = []
+def image_files(items: list[str]) -> tuple[list[Path], list[str]]:
+    """The image files named or found (recursively, in path order) under the folders named, and each one's class
+    folder: a folder named that holds images itself is one class (its name); otherwise each folder under it is one
+    (nested folders belong to it); a file named alone: its own folder's name."""
+    files, classes = [], []
     for item in items:
         path = Path(item)
         if path.is_dir():
-            files += sorted(p for p in path.rglob("*") if p.is_file() and p.suffix.lower() in IMAGE_SUFFIXES)
+            found = sorted(p for p in path.rglob("*") if p.is_file() and p.suffix.lower() in IMAGE_SUFFIXES)
+            one_class = any(p.parent == path for p in found)  # images in it: a class folder, else a root of them
+            files += found
+            classes += [path.name if one_class else p.relative_to(path).parts[0] for p in found]
         elif path.is_file():
             files.append(path)
+            classes.append(path.parent.name)
         else:
             raise UsageError(f"{path}: not found")
     if not files:
         raise UsageError(f"no image files in {' '.join(items)}")
-    return files
+    return files, classes
 
 
 def embed_images(model, about: dict, files: list[Path], batch: int = 64) -> np.ndarray:
@@ -70,13 +77,13 @@ def embed_images(model, about: dict, files: list[Path], batch: int = 64) -> np.n
     return np.concatenate(out)
 
 
-def embedded(model, about: dict, items: list[str]) -> tuple[list[Path], np.ndarray]:
-    """Files and embeddings: read from one .npz of `dml embed`, or computed."""
+def embedded(model, about: dict, items: list[str]) -> tuple[list[Path], list[str], np.ndarray]:
+    """Files, class folders and embeddings: read from one .npz of `dml embed`, or computed."""
     if len(items) == 1 and items[0].endswith(".npz"):
         with np.load(items[0]) as saved:
-            return [Path(p) for p in saved["paths"]], saved["embeddings"]
-    files = image_files(items)
-    return files, embed_images(model, about, files)
+            return [Path(p) for p in saved["paths"]], [str(c) for c in saved["classes"]], saved["embeddings"]
+    files, classes = image_files(items)
+    return files, classes, embed_images(model, about, files)
 
 
 def cmd_embed(args) -> None:
@@ -84,10 +91,10 @@ def cmd_embed(args) -> None:
     from pipeline.models.export import load_model
 
     model, about = load_model(args.model)
-    files = image_files(args.images)
+    files, classes = image_files(args.images)
     embeddings = embed_images(model, about, files, args.batch)
     with atomic_path(args.out) as tmp, open(tmp, "wb") as fh:
-        np.savez(fh, embeddings=embeddings, paths=np.array([str(f) for f in files]))
+        np.savez(fh, embeddings=embeddings, paths=np.array([str(f) for f in files]), classes=np.array(classes))
     print(f"{args.out}: {len(files)} embeddings of {embeddings.shape[1]} dimensions ({about['run']}, {about['model']})")
 
 
@@ -99,12 +106,12 @@ def cmd_search(args) -> None:
     from pipeline.models.export import load_model
 
     model, about = load_model(args.model)
-    gallery, g = embedded(model, about, args.gallery)
-    queries, q = embedded(model, about, args.queries)
+    gallery, gallery_classes, g = embedded(model, about, args.gallery)
+    queries, query_classes, q = embedded(model, about, args.queries)
     if not 1 <= args.k <= len(gallery):
         raise UsageError(f"-k {args.k}: the gallery holds {len(gallery)} images")
     found, distances = nearest_neighbours(g, args.k, queries=q)
-    same = np.array([[gallery[j].parent.name == queries[i].parent.name for j in row] for i, row in enumerate(found)])
+    same = np.array([[gallery_classes[j] == query_classes[i] != "" for j in row] for i, row in enumerate(found)])
     table = pd.DataFrame(
         {
             "query": np.repeat([str(p) for p in queries], args.k),
@@ -116,7 +123,9 @@ def cmd_search(args) -> None:
     )
     write_text(args.out, table.to_csv(index=False, float_format="%.6g"))
     if args.picture:
-        search_picture(queries, gallery, found, same, about, Path(args.picture), args.rows)
+        search_picture(
+            (queries, query_classes), (gallery, gallery_classes), found, same, about, Path(args.picture), args.rows
+        )
     print(
         f"{args.out}: top-{args.k} of {len(gallery)} gallery images for {len(queries)} queries; "
         f"{int(same[:, 0].sum())} of {len(queries)} first matches in a folder of the query's name"
@@ -124,14 +133,17 @@ def cmd_search(args) -> None:
 
 
 def search_picture(queries, gallery, found, same, about: dict, path: Path, rows: int) -> None:
-    """The first `rows` queries with their top-k (pipeline/reporting/pictures.py's grid), framed by folder match."""
+    """The first `rows` queries with their top-k (pipeline/reporting/pictures.py's grid), labelled by class folder
+    and framed by folder match when the queries' class folders are among the gallery's. `queries` and `gallery`:
+    (files, class folders)."""
     from pipeline.reporting.pictures import retrieval_figure
 
-    shown = min(rows, len(queries))
-    images = [*queries[:shown], *gallery]
+    (query_files, query_classes), (gallery_files, gallery_classes) = queries, gallery
+    shown = min(rows, len(query_files))
+    images = [*query_files[:shown], *gallery_files]
     top = found[:shown] + shown  # gallery rows after the queries in `images`
-    names = {i: p.parent.name for i, p in enumerate(images)}
-    classes_known = any(q.parent.name in {g.parent.name for g in gallery} for q in queries[:shown])
+    names = dict(enumerate([*query_classes[:shown], *gallery_classes]))
+    classes_known = bool(set(query_classes[:shown]) & set(gallery_classes) - {""})
     retrieval_figure(
         f"{about['run']} ({about['model']})",
         images,
@@ -141,6 +153,7 @@ def search_picture(queries, gallery, found, same, about: dict, path: Path, rows:
         top,
         same[:shown] if classes_known else None,
         path,
+        queries_are="queries (classes: their class folders)",
     )
 
 
@@ -150,7 +163,7 @@ def main(argv: list[str] | None = None) -> None:
     embed = commands.add_parser("embed", help="embed images with an exported model")
     embed.add_argument("model", help="an exported model (data/export/<run>.pt2)")
     embed.add_argument("images", nargs="+", help="image files or folders")
-    embed.add_argument("--out", required=True, help="the .npz to write (embeddings, paths)")
+    embed.add_argument("--out", required=True, help="the .npz to write (embeddings, paths, class folders)")
     embed.add_argument("--batch", type=int, default=64)
     search = commands.add_parser("search", help="rank gallery images for query images")
     search.add_argument("model", help="an exported model (data/export/<run>.pt2)")

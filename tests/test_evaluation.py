@@ -276,6 +276,22 @@ def test_evaluate_run_reads_the_models_and_writes_one_spectrum_per_model(tmp_pat
         evaluate_run((str(tmp_path), "x", models, tiny_params.eval, 0))
 
 
+def test_a_test_set_smaller_than_the_embedding_has_as_many_singular_values_as_images(tmp_path, tiny_params):
+    """Your own folder can have fewer test images than dimensions: the spectrum has min(images, D) values."""
+    from pipeline.evaluation.runs import evaluate_run
+    from pipeline.io import write_json
+
+    (tmp_path / "fold-0-seed-0").mkdir()
+    x = np.random.default_rng(0).normal(size=(6, 8))
+    np.savez(tmp_path / "fold-0-seed-0" / "test_embeddings.npz", embeddings=x, labels=np.repeat([0, 1], 3))
+    write_json(tmp_path / "fold-0-seed-0" / "summary.json", {"best_val_map_at_r": 0.5})
+    _, spectra, _ = evaluate_run((str(tmp_path), "x", [(0, 0)], tiny_params.eval, 0))
+    assert spectra["index"].tolist() == [1, 2, 3, 4, 5, 6]
+    np.testing.assert_allclose(
+        spectra.singular_value, np.linalg.svd(x, compute_uv=False) / np.linalg.svd(x, compute_uv=False).sum()
+    )
+
+
 @pytest.mark.parametrize("seed", [0, 1])
 def test_query_gallery_agrees_with_pytorch_metric_learning(seed):
     """In-shop protocol: queries ranked against the gallery only (PML: reference set, ref_includes_query=False)."""

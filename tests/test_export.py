@@ -6,6 +6,7 @@ import subprocess
 import sys
 
 import numpy as np
+import pytest
 import torch
 from PIL import Image
 
@@ -76,3 +77,28 @@ def test_an_export_holds_no_path_of_the_checkout_so_the_same_model_gives_the_sam
     assert written[0] == written[1]
     with zipfile.ZipFile(tmp_path / "a" / "m.pt2") as archive:
         assert not any(checkout.encode() in archive.read(name) for name in archive.namelist())
+
+
+def test_the_command_line_reads_class_folders_as_the_folder_data_set_does(tmp_path):
+    """A folder of class folders: each image's class is its first folder (nested ones included); a folder that holds
+    images itself is one class; a lone file: its own folder."""
+    from pipeline.cli import UsageError, image_files
+
+    for name in ("root/a/1.png", "root/a/deep/2.png", "root/b/3.jpg", "root/b/notes.txt", "c/4.png", "c/sub/5.png"):
+        (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / name).write_bytes(b"")
+    files, classes = image_files([str(tmp_path / "root"), str(tmp_path / "c"), str(tmp_path / "root/b/3.jpg")])
+    assert [f.relative_to(tmp_path).as_posix() for f in files] == [
+        "root/a/1.png",
+        "root/a/deep/2.png",
+        "root/b/3.jpg",
+        "c/4.png",
+        "c/sub/5.png",
+        "root/b/3.jpg",
+    ]
+    assert classes == ["a", "a", "b", "c", "c", "b"]
+    (tmp_path / "empty").mkdir()
+    with pytest.raises(UsageError, match="no image files in .*empty"):
+        image_files([str(tmp_path / "empty")])
+    with pytest.raises(UsageError, match="missing: not found"):
+        image_files([str(tmp_path / "missing")])

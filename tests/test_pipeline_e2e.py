@@ -365,7 +365,7 @@ def test_your_own_image_folder_trains_exports_and_the_command_line_searches_it(r
     assert exported == sorted(f"{run}.pt2" for run in RUNS)
     dml = Path(sys.executable).parent / "dml"
     out = sh([str(dml), "embed", str(here / "data/export/ms.pt2"), str(new), "--out", str(root / "new.npz")], root)
-    assert "new.npz: 16 embeddings of 8 dimensions (ms, fold-" in out
+    assert "new.npz: 16 embeddings of 128 dimensions (ms, fold-" in out  # conf/dataset/folder.yaml: 128-D
     out = sh(
         [
             str(dml),

@@ -56,14 +56,11 @@ def evaluate_run(job: tuple) -> tuple[dict, pd.DataFrame, pd.DataFrame]:
         result["num_query_images"] = int(query.sum())
     spectra = pd.concat(
         [
-            pd.DataFrame(
-                {
-                    "fold": fold,
-                    "seed": s,
-                    "index": np.arange(1, x.shape[1] + 1),
-                    "singular_value": singular_value_spectrum(x),
-                }
-            )
+            pd.DataFrame({"fold": fold, "seed": s, "singular_value": singular_value_spectrum(x)}).assign(
+                index=lambda t: np.arange(
+                    1, len(t) + 1
+                )  # min(images, dims) values: a test set smaller than D has fewer
+            )[["fold", "seed", "index", "singular_value"]]
             for (fold, s), x in embeddings.items()
         ]
     )

@@ -188,7 +188,7 @@ def index_markdown(
         f"\n\n{verdicts}\n\n"
         "Every run had the same budget rule, and [budgets.md](budgets.md) shows whether its curves had "
         "flattened. Which verdicts changed when the methods were made to run as their authors ran them, and "
-        f'why: docs/results.md and CHANGELOG.md.\n\n## What was run\n\n{context}'
+        f"why: docs/results.md and CHANGELOG.md.\n\n## What was run\n\n{context}"
         f"- params hash: `{params_hash(params)}` (SHA-256 of the validated params.yaml; equal hashes, "
         "equal settings)\n"
         f"- runs: {len(inputs['metrics'])} ({', '.join(inputs['metrics'])}); ablations on fold {a.fold}; LANML on "

@@ -92,12 +92,15 @@ def context_lines(params, inputs) -> str:
         "digit_pairs": "the embedded default, made from scikit-learn's bundled digits",
         "emoji": "the real-image default: emoji drawn by different artists' sets, an SOP-shaped stand-in",
     }
-    where = (
-        f"**{params.data.name}** (the {dataset} benchmark)"
-        if dataset
-        else f"**{params.data.name}** ({embedded[params.data.name]}; these numbers "
-        "are not a reproduction of CUB / Cars196 / SOP / In-shop results)"
-    )
+    if dataset:
+        where = f"**{params.data.name}** (the {dataset} benchmark)"
+    elif params.data.name == "folder":
+        where = f"**folder** (your own images: `{params.data.source}`)"
+    else:
+        where = (
+            f"**{params.data.name}** ({embedded[params.data.name]}; these numbers "
+            "are not a reproduction of CUB / Cars196 / SOP / In-shop results)"
+        )
     return (
         f"- data set: {where}\n"
         f"- test set: {first['num_test_images']} images of {first['num_test_classes']} unseen classes\n"

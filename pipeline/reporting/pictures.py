@@ -74,9 +74,10 @@ def retrieval_figure(
     top: np.ndarray,
     right: np.ndarray | None,
     path: Path,
+    queries_are: str = "fixed test queries",
 ) -> None:
     """One row per query: the query, then its neighbours framed green (same class) or red (another class); grey
-    when `right` is None (no classes known)."""
+    when `right` is None (no classes known). `queries_are`: what the heading calls the queries."""
     rows, k = top.shape
     fig, axes = plt.subplots(rows, k + 1, figsize=(1.15 * (k + 1), 1.3 * rows), squeeze=False)
     for r, q in enumerate(queries):
@@ -97,7 +98,7 @@ def retrieval_figure(
         heading = f"{title}: top-{k} of {rows} queries (no classes known)"
     else:
         heading = (
-            f"{title}: top-{k} of {rows} fixed test queries\n(green: same class, red: another class; "
+            f"{title}: top-{k} of {rows} {queries_are}\n(green: same class, red: another class; "
             f"{int(right.sum())} of {right.size} right)"
         )
     fig.suptitle(heading, fontsize=9)
