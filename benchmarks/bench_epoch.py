@@ -38,7 +38,7 @@ from pipeline.config import params_from_dict
 from pipeline.data.digit_pairs import write_digit_pairs
 from pipeline.data.manifest import read_manifest
 from pipeline.experiment import train_fold
-from pipeline.runtime import choose_device
+from pipeline.infra.runtime import choose_device
 
 
 class Clock:

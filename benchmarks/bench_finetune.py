@@ -42,12 +42,12 @@ from torch.utils.data import TensorDataset
 from pipeline.config import params_from_dict
 from pipeline.data.images import ManifestImages
 from pipeline.data.manifest import build_manifest, read_manifest
+from pipeline.infra.parallel import run_jobs
+from pipeline.infra.runtime import choose_device
 from pipeline.methods import build_objective
 from pipeline.models.backbones import build_backbone
 from pipeline.models.embedder import Embedder, build_head
 from pipeline.models.transforms import train_transform
-from pipeline.parallel import run_jobs
-from pipeline.runtime import choose_device
 from pipeline.training import FoldData, autocast, epoch_batches, prepare, to_device
 
 
@@ -162,7 +162,7 @@ def _train_model(args) -> tuple[int, float, float, float]:
 
 
 def pipeline_rate(raw: dict, root: str, models: int, steps: int, warmup: int) -> tuple[float, float, float]:
-    """`models` processes training at once, started as the train stage starts them (pipeline.parallel.run_jobs,
+    """`models` processes training at once, started as the train stage starts them (pipeline.infra.parallel.run_jobs,
     one thread each): (images/s per model, aggregate images/s, peak GiB of one)."""
     with mp.get_context("spawn").Manager() as manager:
         barrier = manager.Barrier(models)

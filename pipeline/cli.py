@@ -26,7 +26,7 @@ from pathlib import Path
 import numpy as np
 
 from pipeline.data.folder import IMAGE_SUFFIXES
-from pipeline.errors import PipelineError
+from pipeline.infra.errors import PipelineError
 
 
 class UsageError(PipelineError, ValueError):
@@ -87,7 +87,7 @@ def embedded(model, about: dict, items: list[str]) -> tuple[list[Path], list[str
 
 
 def cmd_embed(args) -> None:
-    from pipeline.io import atomic_path
+    from pipeline.infra.io import atomic_path
     from pipeline.models.export import load_model
 
     model, about = load_model(args.model)
@@ -102,7 +102,7 @@ def cmd_search(args) -> None:
     import pandas as pd
 
     from pipeline.evaluation.knn import nearest_neighbours
-    from pipeline.io import write_text
+    from pipeline.infra.io import write_text
     from pipeline.models.export import load_model
 
     model, about = load_model(args.model)

@@ -14,17 +14,17 @@ from torch.utils.data import TensorDataset
 from pipeline.config import Params, to_dict
 from pipeline.data.images import ManifestImages
 from pipeline.data.manifest import Manifest, read_manifest
-from pipeline.download import download_folder
 from pipeline.evaluation.protocol import evaluate_embeddings
 from pipeline.features import FeatureCache
-from pipeline.io import write_json
+from pipeline.infra.download import download_folder
+from pipeline.infra.io import write_json
+from pipeline.infra.runtime import choose_device, derive_seed, seed_everything
 from pipeline.jobs import FoldJob, FoldOutcome
 from pipeline.methods import build_objective
 from pipeline.models.backbones import build_backbone
 from pipeline.models.embedder import Embedder, build_head
 from pipeline.models.transforms import eval_transform, train_transform
 from pipeline.runs import run_config, run_record, run_train_config
-from pipeline.runtime import choose_device, derive_seed, seed_everything
 from pipeline.training import FitResult, FoldData, embed, fit
 
 

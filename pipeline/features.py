@@ -15,7 +15,7 @@ from tqdm import tqdm
 from pipeline.config import BackboneConfig
 from pipeline.data.images import ManifestImages
 from pipeline.data.manifest import Manifest
-from pipeline.io import read_npz
+from pipeline.infra.io import read_npz
 from pipeline.models.backbones import build_backbone
 from pipeline.models.transforms import eval_transform
 
@@ -66,7 +66,7 @@ def extract_features(
     batches = [rows[s : s + cfg.embed_batch_size] for s in range(0, len(rows), cfg.embed_batch_size)]
     start = time.perf_counter()
     if device.type == "cpu" and workers > 1 and len(batches) > 1:
-        from pipeline.parallel import run_jobs
+        from pipeline.infra.parallel import run_jobs
 
         weights = None if backbone is None else backbone.state_dict()
         jobs = [(manifest, cfg, weights, batches[w::workers], download_dir) for w in range(workers)]

@@ -1,4 +1,4 @@
-"""Training jobs as plain data, so a stage can hand them to worker processes (pipeline/parallel.py)
+"""Training jobs as plain data, so a stage can hand them to worker processes (pipeline/infra/parallel.py)
 without importing torch itself."""
 
 from __future__ import annotations
@@ -34,10 +34,3 @@ class FoldOutcome:
     best_val_map_at_r: float
     test_metrics: dict | None
     stop_reason: str = ""  # patience, max_epochs or method (pipeline/training.py)
-
-
-def run_fold_job(job: FoldJob) -> FoldOutcome:
-    """Run `job` (pipeline.experiment.train_and_save); torch is imported here, in the worker."""
-    from pipeline.experiment import train_and_save
-
-    return train_and_save(job)

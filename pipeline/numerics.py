@@ -14,7 +14,7 @@ roots 1 ulp apart, and a trained network drifts apart from the first Adam step (
 AVX-512 machine against numbers made on an AMD EPYC; traced to ``RSQRTPS`` with gdb and confirmed under
 qemu's emulated CPUs). `pin` therefore interposes four IEEE square roots (SQRTSS / SQRTSD: correctly
 rounded, the same bits everywhere) for those MKL entry points: a tiny C library compiled on first use
-with the machine's C compiler into ``DML_SHIM_DIR`` (default: the project's cache folder, pipeline/userdirs.py) and loaded with
+with the machine's C compiler into ``DML_SHIM_DIR`` (default: the project's cache folder, pipeline/infra/userdirs.py) and loaded with
 ``RTLD_GLOBAL`` before torch, so torch's calls bind to it. Without a C compiler pinning warns and goes
 on without it (the reports record which square root was in force). MKL's float ``acos``, ``asin``,
 ``atan``, ``log10`` and double ``acos``, ``asin``, ``atan``, ``tan`` were also seen to differ between
@@ -51,7 +51,7 @@ import sys
 import warnings
 from pathlib import Path
 
-from pipeline import userdirs
+from pipeline.infra import userdirs
 
 NATIVE_SWITCH = "DML_NATIVE_NUMERICS"
 THREADS_VARIABLE = "DML_THREADS"

@@ -23,10 +23,10 @@ from torch.utils.data import TensorDataset
 
 from pipeline.config import Params
 from pipeline.evaluation.retrieval import map_at_r
+from pipeline.infra.runtime import derive_seed, seed_everything
 from pipeline.methods.ccp import CCPObjective
 from pipeline.methods.kcenter import covering_radius, k_center_per_class
 from pipeline.models.embedder import Embedder, build_head
-from pipeline.runtime import derive_seed, seed_everything
 from pipeline.samplers import rows_per_class
 from pipeline.training import FoldData, embed, fit
 
@@ -56,7 +56,7 @@ def digit_splits(seed: int, val_fraction: float, test_fraction: float) -> FoldDa
 
 def poc_job(job: tuple) -> dict:
     """run_poc for job = (params, variant, replicate seed) on the CPU (a module-level function for
-    pipeline/parallel.py)."""
+    pipeline/infra/parallel.py)."""
     params, variant, seed = job
     data = digit_splits(params.seed, params.poc.val_fraction, params.poc.test_fraction)
     return run_poc(params, variant, data, torch.device("cpu"), seed)

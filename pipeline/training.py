@@ -17,12 +17,12 @@ only the head trains) and ``finetune`` (inputs are augmented images, backbone
 and head train). On CUDA, ``train.amp`` runs the forward pass under autocast
 (fp16 with gradient scaling, or bf16), image batches are channels-last, and with
 ``train.cuda_graphs`` the network's forward and backward passes replay a CUDA graph
-(pipeline/cuda_graphs.py). Image batches come from ``train.num_workers`` DataLoader
+(pipeline/infra/cuda_graphs.py). Image batches come from ``train.num_workers`` DataLoader
 processes into pinned memory; the training and the validation loaders are built once
 per fit and their workers persist between epochs (the validation fold is read by the
 same workers every epoch). Under torchrun the network is wrapped in
 DistributedDataParallel and every rank trains on its share of each batch
-(pipeline/distributed.py).
+(pipeline/infra/distributed.py).
 """
 
 from __future__ import annotations
@@ -40,11 +40,11 @@ import torch
 from torch.utils.data import DataLoader, Dataset, TensorDataset
 from tqdm import tqdm
 
-from pipeline import distributed
 from pipeline.config import TrainConfig
-from pipeline.cuda_graphs import graphed
-from pipeline.errors import PipelineError
 from pipeline.evaluation.retrieval import map_at_r
+from pipeline.infra import distributed
+from pipeline.infra.cuda_graphs import graphed
+from pipeline.infra.errors import PipelineError
 from pipeline.methods.objective import Objective, trainable
 from pipeline.samplers import ClassBatchSampler, rows_per_class
 
@@ -256,7 +256,7 @@ class Stepper:
         self.params = [p for g in self.optimizer.param_groups for p in g["params"]]
         fp16 = self.device.type == "cuda" and self.cfg.amp == "fp16"
         self.scaler = torch.amp.GradScaler("cuda", enabled=fp16)
-        # pipeline/cuda_graphs.py: captured at the first step, from its batch
+        # pipeline/infra/cuda_graphs.py: captured at the first step, from its batch
         self.capture = (
             self.cfg.cuda_graphs
             and self.device.type == "cuda"

@@ -39,8 +39,8 @@ from pathlib import Path
 import numpy as np
 
 from pipeline.config import Params, ParamsError, SearchDim, dotted, params_from_dict, to_dict
+from pipeline.infra.runtime import derive_seed
 from pipeline.runs import all_runs, run_config, run_train_config
-from pipeline.runtime import derive_seed
 
 log = logging.getLogger(__name__)
 
@@ -212,9 +212,10 @@ def validation_objective(
 ) -> Callable[[dict[str, float]], TrialResult]:
     """The trial objective: mean over the MLRC folds of the best validation MAP@R of `run` trained at the
     trial's values with the first replicate seed, the folds in `train.workers` processes; no test class is used."""
-    from pipeline.jobs import FoldJob, run_fold_job
-    from pipeline.parallel import run_jobs
-    from pipeline.runtime import train_workers
+    from pipeline.infra.parallel import run_jobs
+    from pipeline.infra.runtime import train_workers
+    from pipeline.jobs import FoldJob
+    from pipeline.worker import run_fold_job
 
     def objective(values: dict[str, float]) -> TrialResult:
         tuned = apply_values(params, values)

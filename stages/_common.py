@@ -8,9 +8,9 @@ import sys
 from collections.abc import Callable
 
 from pipeline.config import load_params
-from pipeline.errors import PipelineError
-from pipeline.git_index import refresh_if_stale
-from pipeline.parallel import configure_logging
+from pipeline.infra.errors import PipelineError
+from pipeline.infra.git_index import refresh_if_stale
+from pipeline.infra.parallel import configure_logging
 
 
 def run(description: str, configure: Callable[[argparse.ArgumentParser], None], body: Callable) -> None:
@@ -23,7 +23,9 @@ def run(description: str, configure: Callable[[argparse.ArgumentParser], None], 
     # SIGTERM (dvc or a scheduler stopping the stage) unwinds like an error: atomic_path's cleanup runs, so no
     # temporary folder is left beside the outputs (a directory dependency such as data/models would see it)
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(128 + signal.SIGTERM))
-    refresh_if_stale(args.params)  # a params.yaml that git shows unchanged although it is not (pipeline/git_index.py)
+    refresh_if_stale(
+        args.params
+    )  # a params.yaml that git shows unchanged although it is not (pipeline/infra/git_index.py)
     try:
         body(load_params(args.params), args)
     except (PipelineError, FileNotFoundError) as err:

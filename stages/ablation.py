@@ -2,10 +2,10 @@
 ``train.workers`` processes; writes one CSV row per point (the report stage draws the figures)."""
 
 from pipeline import ablation
-from pipeline.io import write_text
-from pipeline.jobs import run_fold_job
-from pipeline.parallel import run_jobs
-from pipeline.runtime import train_workers
+from pipeline.infra.io import write_text
+from pipeline.infra.parallel import run_jobs
+from pipeline.infra.runtime import train_workers
+from pipeline.worker import run_fold_job
 from stages._common import run
 
 

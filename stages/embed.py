@@ -5,16 +5,16 @@ info.json saying so (no GPU time spent on features nobody reads).
 """
 
 from pipeline.config import to_dict
-from pipeline.download import download_folder
-from pipeline.io import atomic_path, write_json
+from pipeline.infra.download import download_folder
+from pipeline.infra.io import atomic_path, write_json
 from stages._common import run
 
 
 def main(params, args):
     from pipeline.data.manifest import read_manifest
     from pipeline.features import extract_features
+    from pipeline.infra.runtime import choose_device, seed_everything, worker_count
     from pipeline.models.backbones import describe_backbone
-    from pipeline.runtime import choose_device, seed_everything, worker_count
 
     info = {
         "backbone": to_dict(params.backbone),

@@ -11,8 +11,8 @@ runs are evaluated in ``eval.workers`` processes, and every output folder appear
 from pathlib import Path
 
 from pipeline.evaluation.runs import HEADLINE, embeddings_file, evaluate_run
-from pipeline.io import atomic_path, write_json
-from pipeline.parallel import run_jobs
+from pipeline.infra.io import atomic_path, write_json
+from pipeline.infra.parallel import run_jobs
 from pipeline.runs import all_runs, model_ids
 from stages._common import run
 

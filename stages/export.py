@@ -4,7 +4,7 @@ folder as an artifact; `dml embed` / `dml search` (pipeline/cli.py) read the fil
 
 from pathlib import Path
 
-from pipeline.io import atomic_path
+from pipeline.infra.io import atomic_path
 from stages._common import run
 
 
@@ -12,7 +12,7 @@ def main(params, args):
     from PIL import Image
 
     from pipeline.data.manifest import read_manifest
-    from pipeline.download import download_folder
+    from pipeline.infra.download import download_folder
     from pipeline.models.backbones import describe_backbone
     from pipeline.models.export import best_model, export_model, preprocess, rebuild, recipe
     from pipeline.runs import all_runs, model_ids, model_name, run_record

@@ -10,10 +10,10 @@ from pathlib import Path
 
 import numpy as np
 
-from pipeline.io import write_json
+from pipeline.infra.io import write_json
+from pipeline.infra.runtime import derive_seed
 from pipeline.linear.datasets import load_dataset
 from pipeline.linear.protocol import compare_methods
-from pipeline.runtime import derive_seed
 from stages._common import run
 
 log = logging.getLogger("lanml")

@@ -9,11 +9,11 @@ import json
 import logging
 from pathlib import Path
 
-from pipeline.io import write_text
+from pipeline.infra.io import write_text
+from pipeline.infra.runtime import derive_seed
 from pipeline.linear.datasets import load_dataset
 from pipeline.linear.timing import time_fits
 from pipeline.reporting.lanml_table import timing_markdown
-from pipeline.runtime import derive_seed
 from stages._common import run
 
 log = logging.getLogger("lanml_timing")

@@ -6,8 +6,8 @@ from pathlib import Path
 
 import numpy as np
 
-from pipeline.io import write_json
-from pipeline.parallel import run_jobs
+from pipeline.infra.io import write_json
+from pipeline.infra.parallel import run_jobs
 from pipeline.poc import poc_job
 from pipeline.reporting.figures import poc_figure
 from stages._common import run

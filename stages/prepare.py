@@ -6,8 +6,8 @@ emoji drawn by eleven artists' sets fetched from the npm registry and rendered (
 sop, inshop: the real benchmarks, downloaded (or taken from data.source) and extracted into the output folder.
 """
 
-from pipeline.download import download_folder
-from pipeline.io import atomic_path
+from pipeline.infra.download import download_folder
+from pipeline.infra.io import atomic_path
 from stages._common import run
 
 

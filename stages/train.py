@@ -5,7 +5,7 @@ weights, the test embeddings and a summary, the per-epoch log (dvc plots) and, f
 one diagnostics row per sub-problem. Each output folder appears complete or not at all.
 
 Under torchrun (``train.launcher``), every process trains the models one after the other with
-DistributedDataParallel (pipeline/distributed.py) and only rank 0 writes.
+DistributedDataParallel (pipeline/infra/distributed.py) and only rank 0 writes.
 """
 
 from contextlib import ExitStack
@@ -14,12 +14,13 @@ from pathlib import Path
 import pandas as pd
 
 from pipeline.config import ParamsError
-from pipeline.io import atomic_path, read_json
-from pipeline.jobs import FoldJob, run_fold_job
-from pipeline.parallel import run_jobs
+from pipeline.infra.io import atomic_path, read_json
+from pipeline.infra.parallel import run_jobs
+from pipeline.infra.runtime import launched_by_torchrun, train_workers
+from pipeline.jobs import FoldJob
 from pipeline.runs import all_runs, model_ids, model_name
-from pipeline.runtime import launched_by_torchrun, train_workers
 from pipeline.tuning import apply_values
+from pipeline.worker import run_fold_job
 from stages._common import run
 
 SUBPROBLEM_COLUMNS = [
@@ -83,7 +84,7 @@ def main(params, args):
 
 
 def _join_ranks() -> int:
-    from pipeline.distributed import init_from_env  # imports torch: only under torchrun
+    from pipeline.infra.distributed import init_from_env  # imports torch: only under torchrun
 
     return init_from_env()
 

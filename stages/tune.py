@@ -15,7 +15,7 @@ import logging
 from pathlib import Path
 
 from pipeline.config import to_dict
-from pipeline.io import atomic_path, write_json
+from pipeline.infra.io import atomic_path, write_json
 from pipeline.tuning import apply_values, completed_trials, run_study, tuning_order, validation_objective
 from stages._common import run
 

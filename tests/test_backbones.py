@@ -190,7 +190,7 @@ def test_efficientnet_lite0_trunk_and_a_wrong_weights_file(tmp_path):
 
 
 def test_packaged_weights_are_checked_against_the_hash_in_their_name(tmp_path, monkeypatch):
-    from pipeline.download import DownloadError
+    from pipeline.infra.download import DownloadError
 
     package = tmp_path / "fake_weights_pkg"
     (package / "models").mkdir(parents=True)

@@ -16,7 +16,7 @@ from PIL import Image
 from pipeline.config import params_from_dict
 from pipeline.data import benchmarks
 from pipeline.data.manifest import DataError, read_manifest
-from pipeline.download import DownloadError
+from pipeline.infra.download import DownloadError
 from tests.conftest import merge, project_params
 
 

@@ -1,4 +1,4 @@
-"""pipeline/download.py: resume after a cut, checksums, and extraction that stays in its folder."""
+"""pipeline/infra/download.py: resume after a cut, checksums, and extraction that stays in its folder."""
 
 import hashlib
 import io
@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from pipeline.download import DownloadError, download, download_folder, fetch_with_client, safe_extract
+from pipeline.infra.download import DownloadError, download, download_folder, fetch_with_client, safe_extract
 
 PAYLOAD = bytes(range(256)) * 400  # 100 kB
 

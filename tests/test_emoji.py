@@ -15,7 +15,7 @@ from PIL import Image
 
 from pipeline.data import emoji
 from pipeline.data.manifest import DataError, read_manifest
-from pipeline.download import DownloadError
+from pipeline.infra.download import DownloadError
 
 SQUARE = '<rect x="0" y="0" width="8" height="16" fill="#ff0000"/>'  # left half of a 16 x 16 icon
 
@@ -147,7 +147,7 @@ def test_dataset_emoji_composes_its_settings_and_the_stages_run(three_sets, tmp_
 
     from pipeline.compose import composed
     from pipeline.config import params_from_dict
-    from pipeline.io import read_json
+    from pipeline.infra.io import read_json
     from stages import embed, prepare
     from tests.conftest import TINY_OVERRIDES, merge
 
@@ -182,7 +182,7 @@ def test_dataset_emoji_composes_its_settings_and_the_stages_run(three_sets, tmp_
 
 def test_npm_pack_keeps_its_cache_in_the_projects_cache_folder(tmp_path, monkeypatch):
     """A set missing from the download folder is fetched with `npm pack`, whose own cache goes into the project's
-    cache folder (pipeline/userdirs.py), not into a $HOME that may be missing or read-only."""
+    cache folder (pipeline/infra/userdirs.py), not into a $HOME that may be missing or read-only."""
     data = _tarball({"emoji-00": {"body": SQUARE}})
     spec = emoji.EmojiSet("noto", "1.0.0", hashlib.sha256(data).hexdigest(), "MIT")
     bin_dir, payload = tmp_path / "bin", tmp_path / "payload.tgz"

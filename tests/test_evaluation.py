@@ -247,7 +247,7 @@ def test_mean_interval_by_hand_and_against_scipy():
 def test_evaluate_run_reads_the_models_and_writes_one_spectrum_per_model(tmp_path, tiny_params):
     from pipeline.data.manifest import DataError
     from pipeline.evaluation.runs import evaluate_run
-    from pipeline.io import write_json
+    from pipeline.infra.io import write_json
 
     rng = np.random.default_rng(0)
     labels = np.repeat(np.arange(4), 5)

@@ -1,4 +1,4 @@
-"""pipeline/git_index.py: a params.yaml that git's index shows unchanged although its content changed."""
+"""pipeline/infra/git_index.py: a params.yaml that git's index shows unchanged although its content changed."""
 
 import os
 import subprocess
@@ -6,7 +6,7 @@ import sys
 
 import pytest
 
-from pipeline.git_index import is_stale, refresh_if_stale
+from pipeline.infra.git_index import is_stale, refresh_if_stale
 from tests.conftest import ROOT
 
 

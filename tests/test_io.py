@@ -1,6 +1,6 @@
 import pytest
 
-from pipeline.io import atomic_path, write_text
+from pipeline.infra.io import atomic_path, write_text
 
 
 def test_failed_write_leaves_previous_file(tmp_path):

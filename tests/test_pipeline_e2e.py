@@ -11,7 +11,7 @@ import pandas as pd
 import pytest
 import yaml
 
-from pipeline import fanout
+from pipeline.infra import fanout
 from pipeline.reporting.names import label
 from tests.conftest import ROOT, TINY_OVERRIDES, write_params_like_dvc
 
@@ -286,11 +286,11 @@ def test_the_run_cache_travels_through_a_remote(repo, tmp_path_factory):
 
 
 def test_a_fan_out_over_two_local_jobs_assembles_the_plain_reports(repo, tmp_path_factory):
-    """pipeline/fanout.py with submitit's local executor, on a commit whose params changed since dvc.lock (as
+    """pipeline/infra/fanout.py with submitit's local executor, on a commit whose params changed since dvc.lock (as
     `dvc exp run -S baselines.ms.loss.alpha=3.0` changed the workspace above): one job for prepare / embed /
     tune, two sharing the train, ablation and LANML stages. The jobs restore from each other's runs instead of
     recomputing, the workspace that assembles trains nothing, and it ends with the plain `dvc exp run`'s bytes."""
-    from pipeline.fanout import FANNED, fan_out, fanned_stages, make_executor
+    from pipeline.infra.fanout import FANNED, fan_out, fanned_stages, make_executor
 
     root = tmp_path_factory.mktemp("cluster")
     (root / "remote").mkdir()

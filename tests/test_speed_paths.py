@@ -13,11 +13,11 @@ import pytest
 import torch
 from torch import nn
 
-from pipeline import cuda_graphs, runtime
 from pipeline.config import params_from_dict
 from pipeline.data.images import ManifestImages
+from pipeline.infra import cuda_graphs, runtime
+from pipeline.infra.parallel import run_jobs
 from pipeline.models.transforms import eval_transform
-from pipeline.parallel import run_jobs
 from pipeline.training import EmbeddingInputs, TrainContext, autocast, embed
 from tests.conftest import merge
 

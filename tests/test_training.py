@@ -110,7 +110,7 @@ def test_folds_train_and_validate_on_disjoint_classes(tiny_params, tiny_data):
 
 
 def test_finetune_mode_with_tiny_cnn(tiny_dict, tiny_data):
-    from pipeline.runtime import derive_seed, seed_everything
+    from pipeline.infra.runtime import derive_seed, seed_everything
 
     manifest, _ = tiny_data
     params = params_from_dict(

@@ -179,7 +179,7 @@ def test_the_tune_stage_records_every_run_and_train_applies_the_best_values(tmp_
     """Stages end to end on the tiny data: `tune` searches `ms` (3 trials), the unconfigured c2_batch whose values
     c2_loss_proxy and c2_ccp inherit, and c2_ccp's own lambda with those values fixed; records no values for a
     run without a space; and `train --tuned` trains ms at the best trial's alpha (written beside its results)."""
-    from pipeline.io import read_json
+    from pipeline.infra.io import read_json
     from tests.conftest import write_params
 
     space = {"baselines.ms.loss.alpha": {"low": 0.5, "high": 8.0, "log": True}}

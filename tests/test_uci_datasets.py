@@ -10,7 +10,7 @@ import zipfile
 
 import pytest
 
-from pipeline.download import DownloadError
+from pipeline.infra.download import DownloadError
 from pipeline.linear import datasets
 from pipeline.linear.datasets import DatasetError, fetch, load_dataset
 

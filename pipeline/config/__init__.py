@@ -9,8 +9,8 @@
 - :mod:`.loader`: the root ``Params``, ``load_params``, the one-line errors
 """
 
-from pipeline.config.base import ParamsError, field_name, rename_keywords, yaml_key
-from pipeline.config.loader import Params, dotted, load_params, params_from_dict, to_dict
+from pipeline.config.base import ParamsError, dotted, field_name, rename_keywords, to_dict, yaml_key
+from pipeline.config.loader import Params, load_params, params_from_dict
 from pipeline.config.methods import BaselineConfig, CCPConfig, PROFSConfig
 from pipeline.config.run import BENCHMARK_NAMES, BackboneConfig, DataConfig, EvalConfig, TrainConfig
 from pipeline.config.studies import LanmlConfig, SearchDim

@@ -10,13 +10,14 @@ into one line naming the key. They stay dataclasses, so ``dataclasses.replace`` 
 
 from __future__ import annotations
 
+import dataclasses
 import keyword
 from typing import Any
 
 from pydantic import ConfigDict
 from pydantic.dataclasses import dataclass
 
-from pipeline.errors import PipelineError
+from pipeline.infra.errors import PipelineError
 
 STRICT = ConfigDict(extra="forbid", allow_inf_nan=False)
 
@@ -47,4 +48,27 @@ def rename_keywords(node: Any) -> Any:
         return {field_name(str(k)): rename_keywords(v) for k, v in node.items()}
     if isinstance(node, list):
         return [rename_keywords(v) for v in node]
+    return node
+
+
+def dotted(tree: dict, key: str, parent: bool = False) -> Any:
+    """The value a dotted key (e.g. baselines.ms.loss.alpha) names in a plain params dict, or None; with
+    `parent`, the mapping that holds its last part (None when the key does not exist)."""
+    *path, last = key.split(".")
+    node = tree
+    for part in path:
+        node = node.get(part) if isinstance(node, dict) else None
+    if not isinstance(node, dict) or last not in node:
+        return None
+    return node if parent else node[last]
+
+
+def to_dict(node: Any) -> Any:
+    """A params (sub)tree as plain dict with YAML key names (for logs and reports)."""
+    if dataclasses.is_dataclass(node):
+        return {yaml_key(f.name): to_dict(getattr(node, f.name)) for f in dataclasses.fields(node)}
+    if isinstance(node, list):
+        return [to_dict(v) for v in node]
+    if isinstance(node, dict):
+        return {k: to_dict(v) for k, v in node.items()}
     return node

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import inspect
 
-from pipeline.config.base import ParamsError
+from pipeline.config.base import ParamsError, dotted, to_dict
 from pipeline.config.losses import TRIPLET_MINERS, XBM_LOSSES
 
 
@@ -97,7 +97,6 @@ def _check_protocol(p, source: str) -> None:
 def _check_tune(p, source: str) -> None:
     """Every tuned key names a numeric params value, every range is a range, and inheritance is a forest whose
     runs search disjoint keys (a key tuned twice along a chain would have two values)."""
-    from pipeline.config.loader import dotted, to_dict
 
     for run, base in p.tune.inherit.items():
         chain, node = [run], base

@@ -8,10 +8,8 @@ Hydra (see conf/config.yaml): nothing is merged here, so what it says is what tr
 
 from __future__ import annotations
 
-import dataclasses
 from dataclasses import field
 from pathlib import Path
-from typing import Any
 
 from omegaconf import DictConfig, OmegaConf
 from pydantic import Field, TypeAdapter, ValidationError
@@ -116,26 +114,3 @@ def _one_line(error: dict, data: dict, source: str) -> str:
     else:
         problem = f"{error['msg'].replace('Input should be', 'must be').split(',')[0]}, got {value!r}"
     return f"{source}: {key}: {problem}"
-
-
-def dotted(tree: dict, key: str, parent: bool = False) -> Any:
-    """The value a dotted key (e.g. baselines.ms.loss.alpha) names in a plain params dict, or None; with
-    `parent`, the mapping that holds its last part (None when the key does not exist)."""
-    *path, last = key.split(".")
-    node = tree
-    for part in path:
-        node = node.get(part) if isinstance(node, dict) else None
-    if not isinstance(node, dict) or last not in node:
-        return None
-    return node if parent else node[last]
-
-
-def to_dict(node: Any) -> Any:
-    """A params (sub)tree as plain dict with YAML key names (for logs and reports)."""
-    if dataclasses.is_dataclass(node):
-        return {yaml_key(f.name): to_dict(getattr(node, f.name)) for f in dataclasses.fields(node)}
-    if isinstance(node, list):
-        return [to_dict(v) for v in node]
-    if isinstance(node, dict):
-        return {k: to_dict(v) for k, v in node.items()}
-    return node

@@ -28,7 +28,7 @@ EmojiSet = Literal[
 BENCHMARK_NAMES = list(get_args(BenchmarkName))
 EMOJI_SET_NAMES = list(get_args(EmojiSet))
 PositiveInt = Annotated[int, Field(ge=1)]
-Workers = Literal["auto"] | PositiveInt  # processes: a number, or auto (pipeline/runtime.py worker_count)
+Workers = Literal["auto"] | PositiveInt  # processes: a number, or auto (pipeline/infra/runtime.py worker_count)
 
 
 @section
@@ -119,12 +119,12 @@ class TrainConfig:
     num_workers: int = Field(0, ge=0)
     # finetune mode on CUDA: autocast precision (fp32 = none, fp16 with gradient scaling, bf16)
     amp: Literal["fp32", "fp16", "bf16"] = "fp32"  # not "off": YAML 1.1 reads that as false
-    # on CUDA: the network's training forward and backward replayed from a CUDA graph (pipeline/cuda_graphs.py)
+    # on CUDA: the network's training forward and backward replayed from a CUDA graph (pipeline/infra/cuda_graphs.py)
     cuda_graphs: bool = True
     # the train stages' command (dvc.yaml): python, or torchrun --standalone --nproc_per_node=N for DDP
     launcher: str = "python"
-    # a stage's independent jobs (folds, ablation grid points) run in this many processes (pipeline/parallel.py);
-    # auto: one per usable core on the CPU, runtime.MODELS_PER_GPU on a GPU (pipeline/runtime.py worker_count)
+    # a stage's independent jobs (folds, ablation grid points) run in this many processes (pipeline/infra/parallel.py);
+    # auto: one per usable core on the CPU, runtime.MODELS_PER_GPU on a GPU (pipeline/infra/runtime.py worker_count)
     workers: Workers = "auto"
     threads_per_worker: int = Field(1, ge=1)
 

@@ -34,7 +34,7 @@ import numpy as np
 import pandas as pd
 
 from pipeline.data.manifest import MANIFEST_NAME, DataError, build_manifest
-from pipeline.download import DownloadError, download, safe_extract, verify
+from pipeline.infra.download import DownloadError, download, safe_extract, verify
 
 log = logging.getLogger(__name__)
 RAW = "raw"  # the extracted data set inside the prepared folder

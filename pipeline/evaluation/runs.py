@@ -10,7 +10,7 @@ import pandas as pd
 from pipeline.data.manifest import DataError
 from pipeline.evaluation.protocol import mlrc_protocol
 from pipeline.evaluation.spectrum import singular_value_spectrum
-from pipeline.io import read_json, read_npz
+from pipeline.infra.io import read_json, read_npz
 from pipeline.runs import model_name
 
 HEADLINE = ("map_at_r", "precision_at_1")  # test: separated means, listed by dvc metrics / exp show

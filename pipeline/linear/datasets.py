@@ -6,7 +6,7 @@ Letter come from the Debian package r-cran-mlbench (GPL-2; R copies of the UCI f
 as Table 1 lists), fetched from Debian's registry with ``apt-get download`` (no other host) and verified against its
 recorded SHA-256; on a machine without apt-get, put the .deb file in the cache folder. The others are downloaded
 from their official UCI / LibSVM locations into ``cache`` (written under a temporary name, checked, then renamed by
-pipeline/download.py; a checksum mismatch deletes the download and stops with the file named). Checksums: the
+pipeline/infra/download.py; a checksum mismatch deletes the download and stops with the file named). Checksums: the
 project records none yet, because the development machines have no network; the first download prints each file's
 SHA-256 for the ``SOURCES`` table, and a file whose sum is recorded is verified on every use. Each parser reads the
 file format of its source and is tested on files the tests write.
@@ -27,8 +27,8 @@ from pathlib import Path
 
 import numpy as np
 
-from pipeline.download import download, fetch_with_client
-from pipeline.errors import PipelineError
+from pipeline.infra.download import download, fetch_with_client
+from pipeline.infra.errors import PipelineError
 
 log = logging.getLogger(__name__)
 UCI = "https://archive.ics.uci.edu/ml/machine-learning-databases"

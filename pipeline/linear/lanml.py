@@ -33,7 +33,7 @@ import numpy as np
 from scipy.optimize import minimize
 from scipy.special import logsumexp
 
-from pipeline.errors import PipelineError
+from pipeline.infra.errors import PipelineError
 
 
 class LANMLError(PipelineError, ValueError):

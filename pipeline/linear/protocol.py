@@ -21,8 +21,8 @@ from sklearn.neighbors import NearestNeighbors
 from sklearn.pipeline import make_pipeline
 from sklearn.preprocessing import StandardScaler
 
+from pipeline.infra.parallel import run_jobs
 from pipeline.linear.methods import METHODS, WARM_STARTED, transform
-from pipeline.parallel import run_jobs
 
 
 def knn_accuracies(train_z, train_y, test_z, test_y, max_k: int) -> np.ndarray:

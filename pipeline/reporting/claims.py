@@ -35,8 +35,8 @@ import pandas as pd
 from scipy import stats
 
 from pipeline.evaluation.intervals import LEVEL, mean_interval
+from pipeline.infra.runtime import derive_seed
 from pipeline.reporting.names import label
-from pipeline.runtime import derive_seed
 
 METRICS = (("map_at_r", "MAP@R"), ("precision_at_1", "P@1"))  # the first decides the verdict
 POC = "poc"  # the claims measured by the 2-D proof of concept, not by the MLRC runs

@@ -11,7 +11,7 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 from PIL import Image  # noqa: E402
 
-from pipeline.io import atomic_path  # noqa: E402
+from pipeline.infra.io import atomic_path  # noqa: E402
 
 
 def poc_figure(runs: dict[str, dict], path: Path) -> None:

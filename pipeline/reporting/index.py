@@ -105,7 +105,7 @@ def pictures_markdown(params, inputs: dict) -> str:
     cfg = params.report
     rows = "\n".join(
         f"| {label(run)} | [top-{cfg.retrieval_k}](pictures/retrieval/{run}.png) | [map](pictures/maps/{run}.png) |"
-        for run in inputs["metrics"]
+        for run in inputs.metrics
     )
     return (
         "## Pictures: what each run retrieves\n\n"
@@ -126,12 +126,12 @@ def index_markdown(
 ) -> str:
     """reports/README.md: the claims' verdicts, what was run, links to every table, figure and picture, and what
     the figures show."""
-    poc = inputs["poc"]
+    poc = inputs.poc
     a = params.ablation
-    paragraphs = ccp_paragraphs(inputs["ablations"]["ccp"], a.ccp.loss, a.fold) + profs_paragraphs(
-        inputs["ablations"]["profs"], a.profs.loss, a.fold
+    paragraphs = ccp_paragraphs(inputs.ablations["ccp"], a.ccp.loss, a.fold) + profs_paragraphs(
+        inputs.ablations["profs"], a.profs.loss, a.fold
     )
-    frame = inputs["map_at_r"].value
+    frame = inputs.map_at_r.value
     fig4a = ", ".join(
         f"{loss.upper()} "
         + " / ".join(f"{frame[f'{loss}_{v}']:.1f}" for v in ("batch", "loss_proxy", "ccp") if f"{loss}_{v}" in frame)
@@ -141,7 +141,7 @@ def index_markdown(
         f"**Loss-Proxy vs CCP (CCP Fig. 4a)** — `figures/ccp_loss_proxy_vs_ccp.png`: separated MAP@R "
         f"of batch / Loss-Proxy / CCP per loss: {fig4a}."
     )
-    ccp_rows = inputs["alternating_rows"]
+    ccp_rows = inputs.alternating_rows
     if len(ccp_rows):
         first, last = (ccp_rows.groupby(["run", "model"]).covering_radius_max.agg(f).mean() for f in ("first", "last"))
         paragraphs.append(
@@ -161,7 +161,7 @@ def index_markdown(
     )
     paragraphs.append(
         "**Singular value spectrum (Revisiting section 5)** — `figures/spectrum.png`: ρ(Φ) "
-        + ", ".join(f"{r} {v:.3f}" for r, v in inputs["spectral_decay"].items())
+        + ", ".join(f"{r} {v:.3f}" for r, v in inputs.spectral_decay.items())
         + "; the Revisiting paper links lower ρ (a flatter spectrum) to better generalisation."
     )
     links = "\n".join(
@@ -191,7 +191,7 @@ def index_markdown(
         f"why: docs/results.md and CHANGELOG.md.\n\n## What was run\n\n{context}"
         f"- params hash: `{params_hash(params)}` (SHA-256 of the validated params.yaml; equal hashes, "
         "equal settings)\n"
-        f"- runs: {len(inputs['metrics'])} ({', '.join(inputs['metrics'])}); ablations on fold {a.fold}; LANML on "
+        f"- runs: {len(inputs.metrics)} ({', '.join(inputs.metrics)}); ablations on fold {a.fold}; LANML on "
         f"{', '.join(params.lanml.datasets)}\n- software: {versions()} (installed from requirements-lock.txt)\n"
         f"- CPU numerics pinned in every stage (pipeline/numerics.py), so the CPU default gives these numbers on any "
         f"x86-64 CPU: {pinned}\n\n"

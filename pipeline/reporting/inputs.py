@@ -3,13 +3,14 @@ beside its tables, and the lines that say what was run."""
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from pathlib import Path
 
 import pandas as pd
 
 from pipeline import ablation
 from pipeline.config import ParamsError
-from pipeline.io import read_json
+from pipeline.infra.io import read_json
 from pipeline.reporting import budgets, comparison
 from pipeline.reporting.reference import paper_dataset, read_published
 from pipeline.reporting.subproblems import read_subproblems
@@ -30,7 +31,31 @@ def _need(path: Path, what: str, hint: str) -> Path:
     return path
 
 
-def load(params, args) -> dict:
+@dataclass(frozen=True)
+class ReportInputs:
+    """Every cached result the report reads (`load`), each named for what it holds."""
+
+    metrics: dict[str, dict]  # run -> the evaluate stage's metrics JSON
+    per_class: dict[str, pd.DataFrame]  # run -> per-class test scores (index: class)
+    logs: pd.DataFrame  # every epoch row of every model (budgets.read_logs)
+    patience: dict[str, int]  # run -> its early-stopping patience
+    max_epochs: dict[str, int]  # run -> its epoch cap
+    budgets: pd.DataFrame  # one row per model: best / stop epoch, cut while improving, failed
+    map_at_r: pd.DataFrame  # run -> separated test MAP@R (column `value`)
+    spectral_decay: dict[str, float]  # report.spectrum_runs -> mean spectral decay
+    spectra: dict[str, pd.DataFrame]  # report.spectrum_runs -> singular values per model
+    subproblems: pd.DataFrame  # CCP sub-problem rows of the Loss-Proxy and alternating runs
+    alternating_runs: list[str]  # the CCP runs that re-initialise their proxies (Algorithm 1)
+    alternating_rows: pd.DataFrame  # `subproblems` of those runs
+    ablations: dict[str, pd.DataFrame]  # study (ccp, profs) -> its sweep table
+    lanml: list[dict]  # one LANML result per lanml.datasets
+    poc: dict  # the 2-D proof of concept (reports/ccp_poc.json)
+    info: dict  # the feature cache's info.json (backbone description)
+    tuning: list[dict]  # one tuning record per run, in tuning order
+    published: pd.DataFrame  # the papers' numbers (reference/published.csv)
+
+
+def load(params, args) -> ReportInputs:
     """Every input of the report, or a FileNotFoundError naming the first one missing."""
     runs = all_runs(params)
     missing = [r for r in params.report.spectrum_runs if r not in runs]
@@ -51,42 +76,42 @@ def load(params, args) -> dict:
     alternating = alternating_ccp_runs(params)
     logs = budgets.read_logs(Path(args.train_logs), runs, model_ids(params))
     patience = {r: run_train_config(params, r).patience for r in runs}
-    return {
-        "metrics": metrics,
-        "per_class": per_class,
-        "logs": logs,
-        "patience": patience,
-        "max_epochs": {r: run_train_config(params, r).max_epochs for r in runs},
-        "budgets": budgets.per_model(logs, patience, params.train.min_delta),
-        "map_at_r": comparison.measured(metrics, [("separated:map_at_r", "MAP@R")]).set_index("run"),
-        "spectral_decay": {r: metrics[r]["separated"]["mean"]["spectral_decay"] for r in params.report.spectrum_runs},
-        "spectra": {
+    return ReportInputs(
+        metrics=metrics,
+        per_class=per_class,
+        logs=logs,
+        patience=patience,
+        max_epochs={r: run_train_config(params, r).max_epochs for r in runs},
+        budgets=budgets.per_model(logs, patience, params.train.min_delta),
+        map_at_r=comparison.measured(metrics, [("separated:map_at_r", "MAP@R")]).set_index("run"),
+        spectral_decay={r: metrics[r]["separated"]["mean"]["spectral_decay"] for r in params.report.spectrum_runs},
+        spectra={
             r: pd.read_csv(_need(Path(args.spectra) / f"{r}.csv", "spectrum", "run the evaluate stage"))
             for r in params.report.spectrum_runs
         },
-        "subproblems": subproblems,  # Loss-Proxy and the alternating runs
-        "alternating_runs": alternating,
-        "alternating_rows": subproblems[subproblems.run.isin(alternating)] if len(subproblems) else subproblems,
-        "ablations": {
+        subproblems=subproblems,  # Loss-Proxy and the alternating runs
+        alternating_runs=alternating,
+        alternating_rows=subproblems[subproblems.run.isin(alternating)] if len(subproblems) else subproblems,
+        ablations={
             s: pd.read_csv(_need(Path(args.ablations) / f"{s}.csv", "ablation table", f"run ablation@{s}"))
             for s in ablation.STUDIES
         },
-        "lanml": [
+        lanml=[
             read_json(_need(Path(args.lanml) / f"{d}.json", "LANML results", f"run lanml@{d}"))
             for d in params.lanml.datasets
         ],
-        "poc": read_json(_need(Path(args.poc), "proof-of-concept results", "run the poc stage")),
-        "info": read_json(_need(Path(args.features) / "info.json", "feature cache info", "run the embed stage")),
-        "tuning": [
+        poc=read_json(_need(Path(args.poc), "proof-of-concept results", "run the poc stage")),
+        info=read_json(_need(Path(args.features) / "info.json", "feature cache info", "run the embed stage")),
+        tuning=[
             read_json(_need(Path(args.tuning) / f"{r}.json", "tuning record", "run the tune stage"))
             for r in tuning_order(params)
         ],
-        "published": read_published(Path(args.reference)),
-    }
+        published=read_published(Path(args.reference)),
+    )
 
 
 def context_lines(params, inputs) -> str:
-    first = next(iter(inputs["metrics"].values()))
+    first = next(iter(inputs.metrics.values()))
     dataset = paper_dataset(params.data.name)
     embedded = {
         "digit_pairs": "the embedded default, made from scikit-learn's bundled digits",
@@ -104,11 +129,11 @@ def context_lines(params, inputs) -> str:
     return (
         f"- data set: {where}\n"
         f"- test set: {first['num_test_images']} images of {first['num_test_classes']} unseen classes\n"
-        f"- backbone: {inputs['info']['description']}\n"
+        f"- backbone: {inputs.info['description']}\n"
         f"- training mode: {params.train.mode}, embedding {params.train.embedding_dim}-D, "
         f"{len(params.experiment.folds)} MLRC folds x {len(params.experiment.seeds)} replicate seeds "
         f"({', '.join(map(str, params.experiment.seeds))})\n"
-        f"- hyperparameters: {_tuned_line(inputs['tuning'])}\n"
+        f"- hyperparameters: {_tuned_line(inputs.tuning)}\n"
     )
 
 

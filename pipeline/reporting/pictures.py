@@ -151,7 +151,7 @@ def class_names(prepared: Path) -> dict[int, str]:
 def run_pictures(job: tuple) -> None:
     """Both pictures of one run: job = (name, title, embeddings file, test image paths, class names, out folder,
     queries, neighbours k, map classes, seed)."""
-    from pipeline.io import read_npz
+    from pipeline.infra.io import read_npz
 
     name, title, file, images, names, out, queries, k, map_classes, seed = job
     z = read_npz(file, ("embeddings", "labels"), f"run the train stage of {name} again")

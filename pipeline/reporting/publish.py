@@ -11,7 +11,7 @@ from __future__ import annotations
 import shutil
 from pathlib import Path
 
-from pipeline.io import atomic_path
+from pipeline.infra.io import atomic_path
 
 
 def check_sources(copies: dict[str, list[Path]]) -> None:

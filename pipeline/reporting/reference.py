@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from pipeline.errors import PipelineError
+from pipeline.infra.errors import PipelineError
 
 COLUMNS = ["paper", "table", "dataset", "protocol", "method", "run", "metric", "value", "std", "note"]
 # data.name of a real benchmark -> its name in the papers' tables (issue 8's preparers use these names)

@@ -22,7 +22,7 @@ import torch
 import torch.distributed as dist
 from torch.utils.data import Sampler
 
-from pipeline.errors import PipelineError
+from pipeline.infra.errors import PipelineError
 
 log = logging.getLogger(__name__)
 

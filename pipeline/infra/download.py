@@ -39,8 +39,8 @@ import urllib.request
 import zipfile
 from pathlib import Path, PurePosixPath
 
-from pipeline.errors import PipelineError
-from pipeline.io import atomic_path
+from pipeline.infra.errors import PipelineError
+from pipeline.infra.io import atomic_path
 
 log = logging.getLogger(__name__)
 EXPERIMENT_WORKSPACES = (".dvc", "tmp", "exps")  # DVC's temporary experiment workspaces live here

@@ -34,7 +34,7 @@ from contextlib import contextmanager
 from typing import TypeVar
 
 from pipeline import numerics
-from pipeline.io import ctrl_c_ignored
+from pipeline.infra.io import ctrl_c_ignored
 
 Job = TypeVar("Job")
 Result = TypeVar("Result")
@@ -102,7 +102,7 @@ def run_jobs(
     fn: Callable[[Job], Result], jobs: Sequence[Job], workers: int | str, threads: int, desc: str = "jobs"
 ) -> list[Result]:
     """``[fn(job) for job in jobs]``, in job order; on ``workers`` spawned processes with ``threads``
-    threads each when workers > 1 (``auto``: one per `threads` usable cores, pipeline/runtime.py worker_count),
+    threads each when workers > 1 (``auto``: one per `threads` usable cores, pipeline/infra/runtime.py worker_count),
     else here with this process's thread count (DML_THREADS, pipeline/numerics.py).
 
     `fn` must be a module-level function (it is pickled by name). An exception in a job is raised here,
@@ -110,7 +110,7 @@ def run_jobs(
     """
     from tqdm import tqdm
 
-    from pipeline.runtime import worker_count
+    from pipeline.infra.runtime import worker_count
 
     workers = worker_count(workers, threads)
     if workers <= 1 or len(jobs) <= 1:

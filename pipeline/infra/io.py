@@ -17,7 +17,7 @@ from typing import Any
 
 import numpy as np
 
-from pipeline.errors import PipelineError
+from pipeline.infra.errors import PipelineError
 
 
 @contextlib.contextmanager

@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from pipeline.errors import PipelineError
+from pipeline.infra.errors import PipelineError
 
 if TYPE_CHECKING:
     import torch
@@ -41,7 +41,7 @@ def seed_everything(seed: int, device: torch.device | None = None) -> None:
 
 
 def launched_by_torchrun() -> bool:
-    """True in a process torchrun started with more than one process (pipeline/distributed.py)."""
+    """True in a process torchrun started with more than one process (pipeline/infra/distributed.py)."""
     return int(os.environ.get("WORLD_SIZE", "1")) > 1
 
 
@@ -88,7 +88,7 @@ def _cuda_available() -> bool:
 def worker_count(workers: int | str, threads: int = 1, on_gpu: bool = False) -> int:
     """Processes for a stage's independent jobs: an explicit number, or ``auto``: one per `threads` usable cores
     (MODELS_PER_GPU models when they train on a GPU). No number changes a result: every job seeds itself and
-    runs on `threads` threads wherever it runs (pipeline/parallel.py)."""
+    runs on `threads` threads wherever it runs (pipeline/infra/parallel.py)."""
     if workers != "auto":
         return int(workers)
     return MODELS_PER_GPU if on_gpu else max(1, usable_cores() // threads)
