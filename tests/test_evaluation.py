@@ -279,7 +279,7 @@ def test_evaluate_run_reads_the_models_and_writes_one_spectrum_per_model(tmp_pat
 def test_a_test_set_smaller_than_the_embedding_has_as_many_singular_values_as_images(tmp_path, tiny_params):
     """Your own folder can have fewer test images than dimensions: the spectrum has min(images, D) values."""
     from pipeline.evaluation.runs import evaluate_run
-    from pipeline.io import write_json
+    from pipeline.infra.io import write_json
 
     (tmp_path / "fold-0-seed-0").mkdir()
     x = np.random.default_rng(0).normal(size=(6, 8))
