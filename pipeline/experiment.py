@@ -1,5 +1,5 @@
 """One training run: a method on one MLRC fold, in frozen or finetune mode, and the job that trains,
-saves and evaluates it (pipeline/jobs.py hands it to worker processes)."""
+saves and evaluates it (pipeline/worker.py runs it in a worker process)."""
 
 from __future__ import annotations
 
