@@ -8,7 +8,7 @@ import torch
 from pytorch_metric_learning import distances, losses, reducers
 
 from pipeline.config import ParamsError, params_from_dict
-from pipeline.losses.anml import DANMLLoss, ImprovedLiftedLoss, ImprovedNPairLoss, log_sum_exp_radius
+from pipeline.losses.modules.anml import DANMLLoss, ImprovedLiftedLoss, ImprovedNPairLoss, log_sum_exp_radius
 from tests.conftest import merge
 
 X = torch.nn.functional.normalize(

@@ -10,7 +10,7 @@ from scipy.stats import entropy
 
 from pipeline.config import params_from_dict
 from pipeline.evaluation.spectrum import singular_value_spectrum, spectral_decay
-from pipeline.losses.quadruplet import QuadrupletLoss
+from pipeline.losses.modules.quadruplet import QuadrupletLoss
 from pipeline.methods.baselines import BaselineObjective
 from pipeline.miners import RhoSwitchMiner, TripletPerAnchorMiner
 from tests.conftest import merge, project_params

@@ -14,7 +14,8 @@ from pytorch_metric_learning.utils import loss_and_miner_utils as lmu
 
 from pipeline.config import CCPConfig, ParamsError, params_from_dict
 from pipeline.experiment import train_fold
-from pipeline.losses.pair_losses import all_triplet_indices, build_pair_loss
+from pipeline.losses import LossContext, build_loss
+from pipeline.losses.modules.pair_losses import all_triplet_indices
 from pipeline.methods.ccp import CCPObjective
 from pipeline.methods.kcenter import covering_radius, greedy_k_center
 from pipeline.methods.objective import projection_penalty
@@ -130,8 +131,13 @@ def loss_cfg(**over):
     return cfg
 
 
+def pair_loss(name, reducer="release", similarity="dot"):
+    """CCP's loss `name` (a ccp section key) as CCPObjective builds it."""
+    return build_loss(getattr(loss_cfg(), name), LossContext(reducer=reducer, similarity=similarity))
+
+
 def against_proxies(name, reducer="mean", similarity="cosine", emb=EMB):
-    return float(build_pair_loss(name, loss_cfg(), reducer, similarity)(emb, LAB, ref_emb=REF, ref_labels=REF_LAB))
+    return float(pair_loss(name, reducer, similarity)(emb, LAB, ref_emb=REF, ref_labels=REF_LAB))
 
 
 def test_c1_against_proxies():
@@ -205,7 +211,7 @@ def test_triplet_loss_is_bit_identical_to_the_library():
     torch.manual_seed(0)
     x, ref = torch.randn(16, 8), torch.randn(40, 8)
     y, ref_y = torch.randint(0, 10, (16,)), torch.arange(10).repeat_interleave(4)
-    ours = build_pair_loss("triplet", loss_cfg(), reducer="mean")
+    ours = pair_loss("triplet", reducer="mean")
     theirs = losses.TripletMarginLoss(
         margin=0.5, distance=distances.LpDistance(normalize_embeddings=False), reducer=reducers.MeanReducer()
     )
@@ -225,7 +231,7 @@ def test_ms_against_proxies():
 def test_losses_also_work_in_batch():
     for name in ("c1", "c2", "ms", "triplet"):
         x = torch.nn.functional.normalize(torch.randn(8, 4), dim=1)
-        value = build_pair_loss(name, loss_cfg())(x, torch.tensor([0, 0, 1, 1, 2, 2, 3, 3]))
+        value = pair_loss(name)(x, torch.tensor([0, 0, 1, 1, 2, 2, 3, 3]))
         assert torch.isfinite(value) and value >= 0
 
 

@@ -29,7 +29,7 @@ def test_scientific_notation_loads_as_float(tmp_path, tiny_dict, text, value):
         ({"baselines": {"ms": {"lr": 2.0}}}, "params.yaml: baselines.ms.lr: unknown key"),
         (
             {"baselines": {"ms": {"loss": {"name": "circle"}}}},
-            "params.yaml: baselines.ms.loss.name: 'circle' is not one of 'contrastive', 'c1', 'triplet'",
+            "params.yaml: baselines.ms.loss.name: 'circle' is not one of 'angular', 'anml_lifted', 'anml_npair'",
         ),
         (
             {"baselines": {"ms": {"miner": {"name": "hardest"}}}},

@@ -1,8 +1,6 @@
-"""What every params section shares: the validated dataclass decorator, the error type and the YAML key names.
-
-Sections are pydantic dataclasses: bounds (``Field(ge=...)``), allowed values (``Literal``), unknown keys
-(``extra="forbid"``) and non-finite floats are pydantic's checks; :mod:`pipeline.config.loader` turns its errors
-into one line naming the key. They stay dataclasses, so ``dataclasses.replace`` derives a validated variant.
+"""What every params section shares: the error type and the YAML key names. Sections are
+:func:`pipeline.infra.schema.section` dataclasses; :mod:`pipeline.config.loader` turns pydantic's errors into one
+line naming the key.
 
 ``lambda`` is a Python keyword: YAML keys that are keywords map to fields with a trailing underscore
 (``lambda`` -> ``lambda_``).
@@ -14,18 +12,7 @@ import dataclasses
 import keyword
 from typing import Any
 
-from pydantic import ConfigDict
-from pydantic.dataclasses import dataclass
-
 from pipeline.infra.errors import PipelineError
-
-STRICT = ConfigDict(extra="forbid", allow_inf_nan=False)
-
-
-def section(cls=None, **kwargs):
-    """A params section: a pydantic dataclass that rejects unknown keys and non-finite floats."""
-    wrap = dataclass(config=STRICT, **kwargs)
-    return wrap if cls is None else wrap(cls)
 
 
 class ParamsError(PipelineError, ValueError):

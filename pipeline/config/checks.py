@@ -6,7 +6,8 @@ from __future__ import annotations
 import inspect
 
 from pipeline.config.base import ParamsError, dotted, to_dict
-from pipeline.config.losses import TRIPLET_MINERS, XBM_LOSSES
+from pipeline.config.miners import TRIPLET_MINERS
+from pipeline.losses import loss_records
 
 
 def check_consistency(p, source: str) -> None:
@@ -63,6 +64,7 @@ def _check_runs(p, source: str) -> None:
     if len(set(p.experiment.methods)) != len(p.experiment.methods):
         raise ParamsError(f"{source}: experiment.methods: duplicate method names")
     batch = p.train.classes_per_batch * p.train.images_per_class
+    xbm_losses = [loss for loss, record in loss_records().items() if record.xbm]
     for name, run in p.baselines.items():
         key = f"{source}: baselines.{name}"
         if run.p_switch > 0 and run.miner.name not in TRIPLET_MINERS:
@@ -70,9 +72,9 @@ def _check_runs(p, source: str) -> None:
                 f"{key}.p_switch: rho-regularisation switches mined triplets; needs a miner "
                 f"in {list(TRIPLET_MINERS)}, got {run.miner.name!r}"
             )
-        if run.xbm_batches and run.loss.name not in XBM_LOSSES:
+        if run.xbm_batches and run.loss.name not in xbm_losses:
             raise ParamsError(
-                f"{key}.xbm_batches: cross-batch memory supports the losses {list(XBM_LOSSES)}, not {run.loss.name!r}"
+                f"{key}.xbm_batches: cross-batch memory supports the losses {xbm_losses}, not {run.loss.name!r}"
             )
         k = run.sampler.images_per_class
         if name in p.experiment.methods and run.sampler.name == "spc" and k and (batch % k or batch // k < 2):

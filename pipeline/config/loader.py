@@ -14,11 +14,12 @@ from pathlib import Path
 from omegaconf import DictConfig, OmegaConf
 from pydantic import Field, TypeAdapter, ValidationError
 
-from pipeline.config.base import ParamsError, rename_keywords, section, yaml_key
+from pipeline.config.base import ParamsError, rename_keywords, yaml_key
 from pipeline.config.checks import check_consistency
 from pipeline.config.methods import BaselineConfig, CCPConfig, PROFSConfig
 from pipeline.config.run import BackboneConfig, DataConfig, EvalConfig, ExperimentConfig, TrainConfig
 from pipeline.config.studies import AblationConfig, LanmlConfig, PocConfig, ReportConfig, TuneConfig
+from pipeline.infra.schema import section
 
 
 @section

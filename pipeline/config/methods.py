@@ -3,25 +3,26 @@
 from __future__ import annotations
 
 from dataclasses import field
-from typing import Literal
+from typing import Annotated, Literal, Union
 
 from pydantic import Field
 
-from pipeline.config.base import section
-from pipeline.config.losses import (
+from pipeline.config.miners import BaselineMiner, NoMinerParams
+from pipeline.infra.schema import section
+from pipeline.losses import loss_schemas
+from pipeline.losses.ccp import C2Config, CosineContrastiveLossParams
+from pipeline.losses.revisiting import (
     AngularLossParams,
-    BaselineLoss,
-    BaselineMiner,
     ContrastiveLossParams,
-    CosineContrastiveLossParams,
     GeneralizedLiftedLossParams,
     MarginLossParams,
     MultiSimilarityLossParams,
-    NoMinerParams,
     SoftTripleLossParams,
     TripletLossParams,
 )
 
+# a baseline's loss: any registered loss with a name tag, chosen by loss.name (pipeline/losses)
+BaselineLoss = Annotated[Union[loss_schemas()], Field(discriminator="name")]  # noqa: UP007 (a tuple of types)
 CCPLoss = Literal["c1", "c2", "ms", "triplet"]
 PROFSLoss = Literal["contrastive", "triplet", "margin", "ms", "lifted", "angular", "npair", "softtriple"]
 
@@ -63,14 +64,6 @@ class BaselineConfig(MethodConfig):
     loss_lr: float = Field(1e-2, gt=0.0)
 
 
-@section
-class C2Config:
-    """C2: contrastive with positive margin, CCP eq. 4.2: (y_ij (d_ij - beta) + alpha)_+, beta >= alpha > 0."""
-
-    alpha: float = Field(0.19205, gt=0.0)
-    beta: float = Field(0.19205, gt=0.0)
-
-
 @section(kw_only=True)
 class CCPConfig(MethodConfig):
     """CCP (Algorithms 1 and 2) and its ablation variants; see pipeline/methods/ccp.py."""
@@ -88,7 +81,7 @@ class CCPConfig(MethodConfig):
     patience: int = Field(3, ge=1)  # epochs without a better validation MAP@R that end a sub-problem
     max_subproblems: int = Field(50, ge=1)
     in_batch_weight: float = Field(0.1, ge=0.0)
-    # the authors' release, each a choice (pipeline/methods/ccp.py, pipeline/losses/pair_losses.py): proxies at
+    # the authors' release, each a choice (pipeline/methods/ccp.py, pipeline/losses/modules/pair_losses.py): proxies at
     # train.lr x this; Adam's proxy moments kept across re-initialisations; per-loss reductions; C1 / MS on the
     # dot product of the normalised embeddings; K-center on raw head outputs
     proxy_lr_multiplier: float = Field(1.0, gt=0.0)

@@ -7,7 +7,7 @@ from typing import Annotated, Literal, get_args
 
 from pydantic import Field
 
-from pipeline.config.base import section
+from pipeline.infra.schema import section
 
 BenchmarkName = Literal["cub", "cars196", "sop", "inshop"]  # pipeline/data/benchmarks.py
 EmbeddedName = Literal["digit_pairs", "emoji"]  # installed offline

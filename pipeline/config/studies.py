@@ -8,9 +8,9 @@ from typing import Annotated, Any, Literal, get_args
 
 from pydantic import Field
 
-from pipeline.config.base import section
 from pipeline.config.methods import CCPLoss, PROFSLoss
 from pipeline.config.run import Workers
+from pipeline.infra.schema import section
 
 LanmlDataset = Literal[
     "iris",

@@ -2,7 +2,8 @@
 
 A stage's command runs `-m stages.<name>`; its code deps are every project module that command can import,
 at module or function level, transitively, with the `__init__.py` of each package on the way (Python runs
-them). A folder stands for its .py files when all of them are in the closure. `python -m pipeline.infra.dvc_deps`
+them); a registry package, whose `__init__.py` imports each module beside it at run time
+(`pkgutil.iter_modules(__path__)`, e.g. pipeline/losses), brings all of them. A folder stands for its .py files when all of them are in the closure. `python -m pipeline.infra.dvc_deps`
 prints the stages whose deps differ; `--write` rewrites those lists in dvc.yaml (comments kept);
 tests/test_dvc_deps.py fails while any differs.
 """
@@ -53,6 +54,14 @@ def _imported_names(path: Path, package: str) -> set[str]:
     return names
 
 
+def _discovers_modules(init: Path) -> bool:
+    """Whether a package's `__init__.py` imports the modules beside it by listing them (a registry)."""
+    for node in ast.walk(ast.parse(init.read_text(), filename=str(init))):
+        if isinstance(node, ast.Call) and getattr(node.func, "attr", "") == "iter_modules":
+            return any(isinstance(arg, ast.Name) and arg.id == "__path__" for arg in node.args)
+    return False
+
+
 @cache
 def closure(module: str, root: Path = ROOT) -> frozenset[Path]:
     """The project files (relative to `root`) that running `python -m <module>` can import."""
@@ -68,6 +77,8 @@ def closure(module: str, root: Path = ROOT) -> frozenset[Path]:
             seen.add(path)
             package = ".".join(parts[:i]) if path.name == "__init__.py" else ".".join(parts[: i - 1])
             todo.extend(_imported_names(path, package))
+            if path.name == "__init__.py" and _discovers_modules(path):
+                todo.extend(f"{package}.{p.stem}" for p in path.parent.glob("*.py") if p.name != "__init__.py")
     return frozenset(p.relative_to(root) for p in seen)
 
 

@@ -30,7 +30,7 @@ As in the authors' release (reference/ccp_supplement_hparams.md), each a paramet
 ``ccp.proxy_lr_multiplier`` 1 (proxies learn at the network's rate),
 ``ccp.reset_proxy_optimizer`` false (Adam's moments of the proxies are kept
 across re-initialisations), ``ccp.reducer`` release and ``ccp.similarity`` dot
-(pipeline/losses/pair_losses.py), ``ccp.kcenter_space`` raw (K-center picks,
+(pipeline/losses/modules/pair_losses.py), ``ccp.kcenter_space`` raw (K-center picks,
 and the proxies hold, raw head outputs; the loss sees proxies and samples
 through the same normalisation; ``normalized``: K-center in the normalised
 space). Choice where the paper and the release differ: the first K-center is
@@ -51,7 +51,7 @@ import numpy as np
 import torch
 from torch import nn
 
-from pipeline.losses.pair_losses import build_pair_loss
+from pipeline.losses import LossContext, build_loss
 from pipeline.methods.kcenter import covering_radius, k_center_per_class
 from pipeline.methods.objective import Objective, projection_penalty, trainable
 from pipeline.models.embedder import normalize_embeddings
@@ -69,7 +69,9 @@ class CCPObjective(Objective):
     def __init__(self, cfg, loss: str, variant: str, num_classes: int, embedding_dim: int, proxy_lr: float):
         if variant not in CCP_VARIANTS:
             raise ValueError(f"unknown CCP variant {variant!r} (valid: {', '.join(CCP_VARIANTS)})")
-        super().__init__(build_pair_loss(loss, cfg, cfg.reducer, cfg.similarity), lr=proxy_lr)
+        super().__init__(
+            build_loss(getattr(cfg, loss), LossContext(reducer=cfg.reducer, similarity=cfg.similarity)), lr=proxy_lr
+        )
         self.cfg, self.variant, self.num_classes = cfg, variant, num_classes
         k = cfg.proxies_per_class
         self.register_buffer("anchor_labels", torch.arange(num_classes).repeat_interleave(k))

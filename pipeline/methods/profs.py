@@ -56,7 +56,7 @@ import torch
 import torch.nn.functional as F
 from pytorch_metric_learning import losses
 
-from pipeline.methods.baselines import build_loss
+from pipeline.losses import LossContext, build_loss
 from pipeline.methods.objective import Objective, projection_penalty, trainable
 from pipeline.miners import OneNegativePerPositiveMiner
 from pipeline.runs import PROFS_VARIANTS
@@ -129,7 +129,7 @@ def build_profs_loss(name: str, cfg, num_classes: int = 0, embedding_dim: int = 
         return RepresentativeNPairLoss()
     if name not in LOSSES:
         raise ValueError(f"unknown PROFS loss {name!r} (valid: {', '.join(LOSSES)})")
-    return build_loss(getattr(cfg, name), num_classes, embedding_dim)
+    return build_loss(getattr(cfg, name), LossContext(num_classes, embedding_dim))
 
 
 class PROFSObjective(Objective):

@@ -1,4 +1,5 @@
-"""The four pair losses CCP is run with (CCP section 5.1), from pytorch-metric-learning.
+"""What the four pair losses CCP is run with (CCP section 5.1) need beyond pytorch-metric-learning; their records
+are in pipeline/losses/ccp.py (C1, C2) and pipeline/losses/revisiting.py (MS, triplet).
 
 Each works both on in-batch pairs, ``loss(emb, labels)``, and against
 references (proxies or anchor samples), ``loss(emb, labels, ref_emb=..., ref_labels=...)``,
@@ -34,8 +35,6 @@ from __future__ import annotations
 import torch
 from pytorch_metric_learning import distances, losses, reducers
 from pytorch_metric_learning.utils import loss_and_miner_utils as lmu
-
-PAIR_LOSSES = ("c1", "c2", "ms", "triplet")
 
 
 def all_triplet_indices(labels: torch.Tensor, ref_labels: torch.Tensor) -> tuple[torch.Tensor, ...]:
@@ -73,42 +72,20 @@ class PerAnchorSumReducer(reducers.MeanReducer):
     pos_pair_reduction = neg_pair_reduction = triplet_reduction = element_reduction
 
 
-RELEASE_REDUCERS = {
-    "c1": PerAnchorSumReducer,
-    "c2": reducers.AvgNonZeroReducer,
-    "ms": reducers.MeanReducer,
-    "triplet": reducers.AvgNonZeroReducer,
-}
+def euclidean():
+    """Euclidean distance on the embeddings as the model normalised them (no second normalisation)."""
+    return distances.LpDistance(normalize_embeddings=False, p=2, power=1)
 
 
-def _reducer(loss: str, name: str):
-    if name == "release":
-        return RELEASE_REDUCERS[loss]()
-    return reducers.MeanReducer() if name == "mean" else reducers.AvgNonZeroReducer()
+def similarity(name: str):
+    """What C1 and MS call the cosine (module docstring): ``cosine`` normalises, ``dot`` does not."""
+    return distances.DotProductSimilarity(normalize_embeddings=False) if name == "dot" else distances.CosineSimilarity()
 
 
-def build_pair_loss(name: str, cfg, reducer: str = "release", similarity: str = "dot"):
-    """A pytorch-metric-learning loss for `name` with its margins from `cfg` (the ccp section)."""
-    if name not in PAIR_LOSSES:
-        raise ValueError(f"unknown pair loss {name!r} (valid: {', '.join(PAIR_LOSSES)})")
-    euclidean = distances.LpDistance(normalize_embeddings=False, p=2, power=1)
-    cosine = (
-        distances.DotProductSimilarity(normalize_embeddings=False)
-        if similarity == "dot"
-        else distances.CosineSimilarity()
-    )
-    reduce = _reducer(name, reducer)
-    if name == "c1":
-        return losses.ContrastiveLoss(pos_margin=1.0, neg_margin=cfg.c1.neg_margin, distance=cosine, reducer=reduce)
-    if name == "c2":  # CCP eq. 4.2: m+ = beta - alpha, m- = beta + alpha
-        return losses.ContrastiveLoss(
-            pos_margin=cfg.c2.beta - cfg.c2.alpha,
-            neg_margin=cfg.c2.beta + cfg.c2.alpha,
-            distance=euclidean,
-            reducer=reduce,
-        )
-    if name == "ms":
-        return losses.MultiSimilarityLoss(
-            alpha=cfg.ms.alpha, beta=cfg.ms.beta, base=cfg.ms.base, distance=cosine, reducer=reduce
-        )
-    return AllTripletMarginLoss(margin=cfg.triplet.margin, distance=euclidean, reducer=reduce)
+def reducer_kwargs(name: str, release: type) -> dict:
+    """The ``reducer=`` a loss is built with for the reduction `name` (module docstring); `release` is the
+    authors' reducer for this loss. ``library`` keeps pytorch-metric-learning's own."""
+    if name == "library":
+        return {}
+    reducers_by_name = {"release": release, "mean": reducers.MeanReducer, "avg_nonzero": reducers.AvgNonZeroReducer}
+    return {"reducer": reducers_by_name[name]()}
