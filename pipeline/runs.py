@@ -3,70 +3,48 @@
 Runs are named after what they train:
 - baselines: the runs under ``baselines`` in params (a loss, miner, sampler each), of which
   ``experiment.methods`` lists those the pipeline trains;
-- the CCP family ``<loss>_<variant>`` for every loss in ``ccp.losses`` and variant in ``ccp.variants``
-  (batch, loss_proxy) and ``ccp.alternating`` (ccp, sample_ccp): ``c2_batch``, ``c2_loss_proxy``, ``c2_ccp``...,
-  all configured by the ``ccp`` section;
-- the PROFS family ``<loss>_<variant>`` for ``profs.losses`` x ``profs.variants``
-  (``ms_profs``, ``ms_profs_hncm``, ``ms_plain``...), configured by the ``profs`` section.
-The two families' variant names differ, so a run name says which family it belongs to. This module
-imports no torch, so stages that only dispatch or report stay quick to start.
+- a method family's runs (pipeline/families) ``<loss>_<variant>`` for every loss in ``<section>.losses`` and
+  variant in its variant lists: ``c2_batch``, ``c2_loss_proxy``, ``c2_ccp`` (ccp), ``ms_profs_hncm`` (profs)...,
+  all configured by the family's section.
+A family run's name is parsed against the registered families' loss keys and variants, so it says which family
+it belongs to. This module imports no torch, so stages that only dispatch or report stay quick to start.
 """
 
 from __future__ import annotations
 
 import dataclasses
 
-CCP_VARIANTS = ("batch", "loss_proxy", "ccp", "sample_ccp")
-ALTERNATING_CCP_VARIANTS = ("ccp", "sample_ccp")  # re-initialise their anchors: several sub-problems
-PROFS_VARIANTS = ("plain", "profs", "profs_hncm")
-# the ccp keys every CCP-family run trains with besides its loss's own section, and those only Algorithm 1's
-# alternating runs add: the train_ccp_base / train_ccp stages' params in dvc.yaml (a test checks they agree)
-CCP_SHARED_KEYS = (
-    "proxies_per_class",
-    "in_batch_weight",
-    "proxy_lr_multiplier",
-    "reset_proxy_optimizer",
-    "reducer",
-    "similarity",
-    "kcenter_space",
-    "embedding_norm",
-)
-CCP_ALGORITHM_1_KEYS = ("lambda", "zero_lambda_first", "pool_size", "patience", "max_subproblems")
+from pipeline.families import Family, families
+
+
+def family_runs(params, family: Family) -> list[str]:
+    """The runs of `family` params trains, loss by loss."""
+    cfg = getattr(params, family.section)
+    return [f"{loss}_{variant}" for loss in cfg.losses for variant in family.trained_variants(cfg)]
 
 
 def ccp_runs(params) -> list[str]:
-    return [
-        f"{loss}_{variant}" for loss in params.ccp.losses for variant in [*params.ccp.variants, *params.ccp.alternating]
-    ]
+    return family_runs(params, families()["ccp"])
 
 
 def alternating_ccp_runs(params) -> list[str]:
-    """The CCP-family runs that alternate sub-problems (Algorithm 1), in run order."""
-    return [r for r in ccp_runs(params) if parse_ccp_run(r)[1] in ALTERNATING_CCP_VARIANTS]
-
-
-def profs_runs(params) -> list[str]:
-    return [f"{loss}_{variant}" for loss in params.profs.losses for variant in params.profs.variants]
+    """The CCP runs that alternate sub-problems (Algorithm 1), in run order."""
+    return [r for r in ccp_runs(params) if parse_run(r)[2] in params.ccp.alternating]
 
 
 def all_runs(params) -> list[str]:
-    """Every run the pipeline trains and reports, in report order."""
-    return list(params.experiment.methods) + ccp_runs(params) + profs_runs(params)
+    """Every run the pipeline trains and reports, in report order: baselines, then family by family."""
+    return list(params.experiment.methods) + [r for f in families().values() for r in family_runs(params, f)]
 
 
-def _parse(name: str, variants) -> tuple[str, str] | None:
-    loss, _, variant = name.partition("_")
-    return (loss, variant) if variant in variants else None
-
-
-def parse_ccp_run(name: str) -> tuple[str, str] | None:
-    """(loss, variant) of a CCP-family run name, or None."""
-    return _parse(name, CCP_VARIANTS)
-
-
-def parse_profs_run(name: str) -> tuple[str, str] | None:
-    """(loss, variant) of a PROFS-family run name, or None."""
-    return _parse(name, PROFS_VARIANTS)
+def parse_run(name: str) -> tuple[Family, str, str] | None:
+    """(family, loss, variant) of a family run name, or None (a baseline's or an unknown name)."""
+    for family in families().values():
+        for variant in family.variants:
+            loss = name.removesuffix(f"_{variant}")
+            if loss != name and loss in family.losses:
+                return family, loss, variant
+    return None
 
 
 def model_ids(params) -> list[tuple[int, int]]:
@@ -80,28 +58,31 @@ def model_name(fold: int, seed: int) -> str:
 
 
 def run_train_config(params, name: str):
-    """train with the run's budget: the PROFS family (plain included) may have its own max_epochs / patience."""
-    if parse_profs_run(name) and (params.profs.max_epochs or params.profs.patience):
+    """train with the run's budget: a family with its own budget (PROFS: the paper's 100 epochs) may set
+    max_epochs / patience in its section, 0 meaning train's."""
+    parsed = parse_run(name)
+    cfg = getattr(params, parsed[0].section) if parsed and parsed[0].own_budget else None
+    if cfg is not None and (cfg.max_epochs or cfg.patience):
         return dataclasses.replace(
             params.train,
-            max_epochs=params.profs.max_epochs or params.train.max_epochs,
-            patience=params.profs.patience or params.train.patience,
+            max_epochs=cfg.max_epochs or params.train.max_epochs,
+            patience=cfg.patience or params.train.patience,
         )
     return params.train
 
 
 def run_record(params, name: str) -> dict:
-    """The settings run `name` trains with, as its summary.json records them: its params section, or for a CCP
-    run only the keys its stage depends on (so that a change of, say, ccp.lambda leaves a Loss-Proxy run's
-    files byte for byte as they were, as DVC assumes)."""
+    """The settings run `name` trains with, as its summary.json records them: its params section, or for a family
+    with stage keys (CCP) only its loss's section and the keys its stage depends on (so that a change of, say,
+    ccp.lambda leaves a Loss-Proxy run's files byte for byte as they were, as DVC assumes)."""
     from pipeline.config import to_dict
 
     section = to_dict(run_config(params, name))
-    parsed = parse_ccp_run(name)
-    if not parsed:
+    parsed = parse_run(name)
+    if not parsed or parsed[0].stage_keys is None:
         return section
-    loss, variant = parsed
-    keys = (*CCP_SHARED_KEYS, *(CCP_ALGORITHM_1_KEYS if variant in ALTERNATING_CCP_VARIANTS else ()))
+    family, loss, variant = parsed
+    keys = next(family.stage_keys[key] for key, allowed in family.variant_lists.items() if variant in allowed)
     return {loss: section[loss], **{k: section[k] for k in keys}}
 
 
@@ -109,8 +90,7 @@ def run_config(params, name: str):
     """The params section that configures run `name`."""
     if name in params.baselines:
         return params.baselines[name]
-    if parse_ccp_run(name):
-        return params.ccp
-    if parse_profs_run(name):
-        return params.profs
+    parsed = parse_run(name)
+    if parsed:
+        return getattr(params, parsed[0].section)
     raise ValueError(f"unknown method {name!r}")

@@ -46,7 +46,7 @@ def main(params, args):
     if args.method not in runs:
         raise ParamsError(
             f"{source}: method {args.method!r} is not one of the configured runs "
-            f"({', '.join(runs)}; see experiment.methods and the ccp and profs losses and variants)"
+            f"({', '.join(runs)}; see experiment.methods and the method families' losses and variants)"
         )
     tuned = read_json(args.tuned)["values"] if args.tuned else {}  # the tune stage's values for this run
     if tuned:  # its values replace params.yaml's for this run; none: trained as written

@@ -12,8 +12,9 @@ from hypothesis import strategies as st
 from pytorch_metric_learning import distances, losses, reducers
 from pytorch_metric_learning.utils import loss_and_miner_utils as lmu
 
-from pipeline.config import CCPConfig, ParamsError, params_from_dict
+from pipeline.config import ParamsError, params_from_dict
 from pipeline.experiment import train_fold
+from pipeline.families.ccp import CCPConfig
 from pipeline.losses import LossContext, build_loss
 from pipeline.losses.modules.pair_losses import all_triplet_indices
 from pipeline.methods.ccp import CCPObjective
@@ -416,7 +417,9 @@ def test_a_ccp_runs_record_holds_exactly_the_keys_its_stage_depends_on(tiny_para
     others (a Loss-Proxy run's files must not change with ccp.lambda, which its stage does not depend on)."""
     import yaml
 
-    from pipeline.runs import CCP_ALGORITHM_1_KEYS, CCP_SHARED_KEYS, run_record
+    from pipeline.families.ccp import ALGORITHM_1_KEYS as CCP_ALGORITHM_1_KEYS
+    from pipeline.families.ccp import SHARED_KEYS as CCP_SHARED_KEYS
+    from pipeline.runs import run_record
     from tests.conftest import ROOT
 
     stages = yaml.safe_load((ROOT / "dvc.yaml").read_text())["stages"]

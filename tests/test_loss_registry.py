@@ -9,7 +9,8 @@ import pytest
 import torch
 from pytorch_metric_learning import distances, losses
 
-from pipeline.config.methods import CCPConfig, PROFSConfig
+from pipeline.families.ccp import CCPConfig
+from pipeline.families.profs import PROFSConfig
 from pipeline.infra.schema import section
 from pipeline.losses import LossContext, build_loss, loss_records, register_loss, schema_tag
 from pipeline.losses.ccp import CosineContrastiveLossParams

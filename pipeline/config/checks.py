@@ -7,6 +7,7 @@ import inspect
 
 from pipeline.config.base import ParamsError, dotted, to_dict
 from pipeline.config.miners import TRIPLET_MINERS
+from pipeline.families import families
 from pipeline.losses import loss_records
 
 
@@ -20,25 +21,16 @@ def check_consistency(p, source: str) -> None:
     for key, seeds in (("experiment.seeds", p.experiment.seeds), ("poc.seeds", p.poc.seeds)):
         if len(set(seeds)) != len(seeds):
             raise ParamsError(f"{source}: {key}: need distinct seeds, got {seeds}")
-    if p.ccp.pool_size < p.ccp.proxies_per_class:
-        raise ParamsError(
-            f"{source}: ccp.pool_size: must be >= ccp.proxies_per_class "
-            f"({p.ccp.pool_size} < {p.ccp.proxies_per_class}; Algorithm 2 picks from the pool)"
-        )
     if p.poc.pool_size < p.poc.proxies_per_class:
         raise ParamsError(f"{source}: poc.pool_size: must be >= poc.proxies_per_class")
-    if p.ccp.c2.beta < p.ccp.c2.alpha:
-        raise ParamsError(f"{source}: ccp.c2.beta: must be >= ccp.c2.alpha (eq. 4.2 needs beta >= alpha > 0)")
-    if p.profs.hard_classes >= p.train.classes_per_batch:
-        raise ParamsError(
-            f"{source}: profs.hard_classes: must be < train.classes_per_batch "
-            f"({p.profs.hard_classes} >= {p.train.classes_per_batch}; an HNCM batch needs a seed class)"
-        )
-    for section, keys in (("ccp", ("losses", "variants", "alternating")), ("profs", ("losses", "variants"))):
-        for key in keys:
-            values = getattr(getattr(p, section), key)
+    for family in families().values():
+        problem = family.check(p)
+        if problem:
+            raise ParamsError(f"{source}: {problem}")
+        for key in ("losses", *family.variant_lists):
+            values = getattr(getattr(p, family.section), key)
             if len(set(values)) != len(values):
-                raise ParamsError(f"{source}: {section}.{key}: duplicate names")
+                raise ParamsError(f"{source}: {family.section}.{key}: duplicate names")
     if p.ablation.fold not in p.experiment.folds:
         raise ParamsError(
             f"{source}: ablation.fold: {p.ablation.fold} is not one of experiment.folds {p.experiment.folds}"

@@ -8,7 +8,7 @@ Hydra (see conf/config.yaml): nothing is merged here, so what it says is what tr
 
 from __future__ import annotations
 
-from dataclasses import field
+from dataclasses import field, make_dataclass
 from pathlib import Path
 
 from omegaconf import DictConfig, OmegaConf
@@ -16,31 +16,37 @@ from pydantic import Field, TypeAdapter, ValidationError
 
 from pipeline.config.base import ParamsError, rename_keywords, yaml_key
 from pipeline.config.checks import check_consistency
-from pipeline.config.methods import BaselineConfig, CCPConfig, PROFSConfig
+from pipeline.config.methods import BaselineConfig
 from pipeline.config.run import BackboneConfig, DataConfig, EvalConfig, ExperimentConfig, TrainConfig
 from pipeline.config.studies import AblationConfig, LanmlConfig, PocConfig, ReportConfig, TuneConfig
+from pipeline.families import families
 from pipeline.infra.schema import section
 
 
-@section
-class Params:
-    seed: int = Field(0, ge=0)
-    experiment: ExperimentConfig = field(default_factory=ExperimentConfig)
-    data: DataConfig = field(default_factory=DataConfig)
-    backbone: BackboneConfig = field(default_factory=BackboneConfig)
-    train: TrainConfig = field(default_factory=TrainConfig)
-    eval: EvalConfig = field(default_factory=EvalConfig)
-    # every batch / proxy baseline by run name; experiment.methods picks the ones the pipeline trains
-    baselines: dict[str, BaselineConfig] = field(default_factory=dict)
-    ccp: CCPConfig = field(default_factory=CCPConfig)
-    profs: PROFSConfig = field(default_factory=PROFSConfig)
-    poc: PocConfig = field(default_factory=PocConfig)
-    lanml: LanmlConfig = field(default_factory=LanmlConfig)
-    ablation: AblationConfig = field(default_factory=AblationConfig)
-    report: ReportConfig = field(default_factory=ReportConfig)
-    tune: TuneConfig = field(default_factory=TuneConfig)
+def _root() -> type:
+    """The params root: the fixed sections, and after ``baselines`` one section per method family
+    (pipeline/families: ``ccp``, ``profs``), so a new family needs no edit here."""
+    family_sections = [(f.section, f.schema, field(default_factory=f.schema)) for f in families().values()]
+    fields = [
+        ("seed", int, Field(0, ge=0)),
+        ("experiment", ExperimentConfig, field(default_factory=ExperimentConfig)),
+        ("data", DataConfig, field(default_factory=DataConfig)),
+        ("backbone", BackboneConfig, field(default_factory=BackboneConfig)),
+        ("train", TrainConfig, field(default_factory=TrainConfig)),
+        ("eval", EvalConfig, field(default_factory=EvalConfig)),
+        # every batch / proxy baseline by run name; experiment.methods picks the ones the pipeline trains
+        ("baselines", dict[str, BaselineConfig], field(default_factory=dict)),
+        *family_sections,
+        ("poc", PocConfig, field(default_factory=PocConfig)),
+        ("lanml", LanmlConfig, field(default_factory=LanmlConfig)),
+        ("ablation", AblationConfig, field(default_factory=AblationConfig)),
+        ("report", ReportConfig, field(default_factory=ReportConfig)),
+        ("tune", TuneConfig, field(default_factory=TuneConfig)),
+    ]
+    return section(make_dataclass("Params", fields, namespace={"__module__": __name__}))
 
 
+Params = _root()
 _PARAMS = TypeAdapter(Params)
 
 

@@ -8,8 +8,8 @@ from typing import Annotated, Any, Literal, get_args
 
 from pydantic import Field
 
-from pipeline.config.methods import CCPLoss, PROFSLoss
 from pipeline.config.run import Workers
+from pipeline.families import ccp, profs
 from pipeline.infra.schema import section
 
 LanmlDataset = Literal[
@@ -39,7 +39,7 @@ LANML_METHODS = list(get_args(LanmlMethod))
 class PocConfig:
     """CCP's 2-D proof of concept (Fig. 2): ten digit classes, 4 proxies per class, b = 16."""
 
-    loss: CCPLoss = "c2"
+    loss: Literal[tuple(ccp.LOSSES)] = "c2"
     proxies_per_class: int = Field(4, ge=1)
     pool_size: int = Field(16, ge=1)
     max_subproblems: int = Field(6, ge=1)
@@ -79,7 +79,7 @@ class LanmlConfig:
 class CCPAblationConfig:
     """CCP Fig. 5 (#proxy x pool size b) and a lambda sweep, on ``<loss>_ccp``."""
 
-    loss: CCPLoss = "c2"  # Fig. 5 uses C2-CCP
+    loss: Literal[tuple(ccp.LOSSES)] = "c2"  # Fig. 5 uses C2-CCP
     proxies_per_class: list[Annotated[int, Field(ge=1)]] = Field(default_factory=lambda: [1, 2, 4], min_length=1)
     # b = factor x #proxy; factor 1 = random selection
     pool_factors: list[Annotated[int, Field(ge=1)]] = Field(default_factory=lambda: [1, 2, 4], min_length=1)
@@ -92,7 +92,7 @@ class CCPAblationConfig:
 class PROFSAblationConfig:
     """PROFS Fig. 3 (lambda sweep) and Fig. 2 (fixed M sweep), on ``<loss>_profs``."""
 
-    loss: PROFSLoss = "margin"  # Fig. 3 uses Margin
+    loss: Literal[tuple(profs.LOSSES)] = "margin"  # Fig. 3 uses Margin
     lambdas: list[Annotated[float, Field(ge=0.0)]] = Field(
         default_factory=lambda: [0.0, 1e-4, 1e-3, 1e-2, 1e-1], min_length=1
     )

@@ -3,9 +3,10 @@
 A stage's command runs `-m stages.<name>`; its code deps are every project module that command can import,
 at module or function level, transitively, with the `__init__.py` of each package on the way (Python runs
 them); a registry package, whose `__init__.py` imports each module beside it at run time
-(`pkgutil.iter_modules(__path__)`, e.g. pipeline/losses), brings all of them. A folder stands for its .py files when all of them are in the closure. `python -m pipeline.infra.dvc_deps`
-prints the stages whose deps differ; `--write` rewrites those lists in dvc.yaml (comments kept);
-tests/test_dvc_deps.py fails while any differs.
+(`pkgutil.iter_modules(__path__)`: pipeline/losses, pipeline/families), brings all of them. A folder stands for
+its .py files when all of them are in the closure. `python -m pipeline.infra.dvc_deps` prints the stages whose
+deps differ; `--write` rewrites those lists in dvc.yaml (comments kept); tests/test_dvc_deps.py fails while any
+differs.
 """
 
 from __future__ import annotations

@@ -1,34 +1,28 @@
 """Training methods: each is an objective (loss on a batch, optional outer-loop hooks) run by the
-one training loop. Run names and their params sections: pipeline/runs.py."""
+one training loop. Run names and their params sections: pipeline/runs.py. A method family (pipeline/families)
+names the module here whose ``build_objective`` builds its runs' objectives; every module of this package is
+imported with it, so that module is loaded and is a dependency of the stages that train (pipeline/infra/dvc_deps.py).
+"""
 
 from __future__ import annotations
 
+import importlib
+import pkgutil
+
 from pipeline.methods.baselines import BaselineObjective
-from pipeline.methods.ccp import CCPObjective
-from pipeline.methods.profs import PROFSObjective
-from pipeline.runs import parse_ccp_run, parse_profs_run
+from pipeline.runs import parse_run
+
+for _module in pkgutil.iter_modules(__path__):
+    importlib.import_module(f"{__name__}.{_module.name}")
 
 
 def build_objective(params, name: str, num_classes: int, embedding_dim: int):
     """The objective of run `name`."""
     if name in params.baselines:
         return BaselineObjective(params.baselines[name], num_classes, embedding_dim, params.train)
-    if parse_ccp_run(name):
-        return CCPObjective(
-            params.ccp,
-            *parse_ccp_run(name),
-            num_classes,
-            embedding_dim,
-            params.train.lr * params.ccp.proxy_lr_multiplier,
-        )
-    if parse_profs_run(name):
-        t = params.train
-        return PROFSObjective(
-            params.profs,
-            *parse_profs_run(name),
-            num_classes,
-            embedding_dim,
-            t.classes_per_batch * t.images_per_class,
-            t.images_per_class,
-        )
+    parsed = parse_run(name)
+    if parsed:
+        family, loss, variant = parsed
+        module = importlib.import_module(family.objective)
+        return module.build_objective(params, loss, variant, num_classes, embedding_dim)
     raise ValueError(f"unknown method {name!r} (valid: {', '.join(sorted(params.baselines))} or <loss>_<variant>)")

@@ -51,15 +51,21 @@ import numpy as np
 import torch
 from torch import nn
 
+from pipeline.families.ccp import ALTERNATING_VARIANTS, FAMILY
 from pipeline.losses import LossContext, build_loss
 from pipeline.methods.kcenter import covering_radius, k_center_per_class
 from pipeline.methods.objective import Objective, projection_penalty, trainable
 from pipeline.models.embedder import normalize_embeddings
-from pipeline.runs import ALTERNATING_CCP_VARIANTS, CCP_VARIANTS
 
 log = logging.getLogger(__name__)
 
 NAN_PAIR = (float("nan"), float("nan"))
+
+
+def build_objective(params, loss: str, variant: str, num_classes: int, embedding_dim: int) -> CCPObjective:
+    """Run ``<loss>_<variant>``'s objective (the CCP family's builder, pipeline/families/ccp.py)."""
+    proxy_lr = params.train.lr * params.ccp.proxy_lr_multiplier
+    return CCPObjective(params.ccp, loss, variant, num_classes, embedding_dim, proxy_lr)
 
 
 class CCPObjective(Objective):
@@ -67,8 +73,8 @@ class CCPObjective(Objective):
     learning rate (train.lr x ccp.proxy_lr_multiplier)."""
 
     def __init__(self, cfg, loss: str, variant: str, num_classes: int, embedding_dim: int, proxy_lr: float):
-        if variant not in CCP_VARIANTS:
-            raise ValueError(f"unknown CCP variant {variant!r} (valid: {', '.join(CCP_VARIANTS)})")
+        if variant not in FAMILY.variants:
+            raise ValueError(f"unknown CCP variant {variant!r} (valid: {', '.join(FAMILY.variants)})")
         super().__init__(
             build_loss(getattr(cfg, loss), LossContext(reducer=cfg.reducer, similarity=cfg.similarity)), lr=proxy_lr
         )
@@ -89,7 +95,7 @@ class CCPObjective(Objective):
         self.first_epoch_shift = NAN_PAIR  # (mean, max) proxy displacement after the sub-problem's first epoch
         # the first sub-problem has no previous solution to stay near: lambda = 0 there unless asked
         # (zero_lambda_first false: pulled towards the initial weights); batch and Loss-Proxy never alternate
-        alternating = variant in ALTERNATING_CCP_VARIANTS
+        alternating = variant in ALTERNATING_VARIANTS
         self.lam = cfg.lambda_ if alternating and not cfg.zero_lambda_first else 0.0
         self.theta_prev: list[torch.Tensor] = []
         self.subproblem = 0

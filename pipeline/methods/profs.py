@@ -56,13 +56,12 @@ import torch
 import torch.nn.functional as F
 from pytorch_metric_learning import losses
 
+from pipeline.families.profs import LOSSES, VARIANTS
 from pipeline.losses import LossContext, build_loss
 from pipeline.methods.objective import Objective, projection_penalty, trainable
 from pipeline.miners import OneNegativePerPositiveMiner
-from pipeline.runs import PROFS_VARIANTS
 from pipeline.samplers import ClassBatchSampler
 
-LOSSES = ("contrastive", "triplet", "margin", "ms", "lifted", "angular", "npair", "softtriple")
 MINED_LOSSES = ("contrastive", "triplet", "margin")  # one hard negative per positive (section 5.3)
 
 
@@ -132,6 +131,13 @@ def build_profs_loss(name: str, cfg, num_classes: int = 0, embedding_dim: int = 
     return build_loss(getattr(cfg, name), LossContext(num_classes, embedding_dim))
 
 
+def build_objective(params, loss: str, variant: str, num_classes: int, embedding_dim: int) -> PROFSObjective:
+    """Run ``<loss>_<variant>``'s objective (the PROFS family's builder, pipeline/families/profs.py)."""
+    t = params.train
+    batch = t.classes_per_batch * t.images_per_class
+    return PROFSObjective(params.profs, loss, variant, num_classes, embedding_dim, batch, t.images_per_class)
+
+
 class PROFSObjective(Objective):
     """One PROFS variant for one loss; see the module docstring."""
 
@@ -140,8 +146,8 @@ class PROFSObjective(Objective):
     def __init__(
         self, cfg, loss: str, variant: str, num_classes: int, embedding_dim: int, batch_size: int, images_per_class: int
     ):
-        if variant not in PROFS_VARIANTS:
-            raise ValueError(f"unknown PROFS variant {variant!r} (valid: {', '.join(PROFS_VARIANTS)})")
+        if variant not in VARIANTS:
+            raise ValueError(f"unknown PROFS variant {variant!r} (valid: {', '.join(VARIANTS)})")
         criterion = build_profs_loss(loss, cfg, num_classes, embedding_dim)
         mined = loss in MINED_LOSSES and cfg.pair_sampling == "one_negative_per_positive"
         super().__init__(

@@ -19,7 +19,7 @@ from pipeline.runs import (
     alternating_ccp_runs,
     ccp_runs,
     model_ids,
-    parse_ccp_run,
+    parse_run,
     run_train_config,
 )
 from pipeline.tuning import tuning_order
@@ -64,7 +64,7 @@ def load(params, args) -> ReportInputs:
             f"{Path(args.params).name}: report.spectrum_runs: {', '.join(missing)} not among the "
             f"trained runs ({', '.join(runs)})"
         )
-    proxy_runs = [r for r in ccp_runs(params) if parse_ccp_run(r)[1] != "batch"]
+    proxy_runs = [r for r in ccp_runs(params) if parse_run(r)[2] != "batch"]
     metrics = {r: read_json(_need(Path(args.metrics) / f"{r}.json", "metrics", "run the evaluate stage")) for r in runs}
     per_class = {
         r: pd.read_csv(

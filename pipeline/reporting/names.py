@@ -6,7 +6,7 @@ the papers and to params.yaml / dvc.yaml. A run with no paper name (one a user a
 
 from __future__ import annotations
 
-from pipeline.runs import parse_ccp_run, parse_profs_run
+from pipeline.runs import parse_run
 
 BASELINES = {
     "ms": "MS",
@@ -45,32 +45,16 @@ BASELINES = {
     "histogram": "Histogram",
     "softmax": "Softmax",
 }
-CCP_LOSSES = {"c1": "C1", "c2": "C2", "ms": "MS", "triplet": "Triplet"}
-CCP_VARIANTS = {"batch": "{} (batch)", "loss_proxy": "{}-Loss-Proxy", "ccp": "{}-CCP", "sample_ccp": "{}-CCP (samples)"}
-PROFS_LOSSES = {
-    "contrastive": "Contrastive",
-    "triplet": "Triplet",
-    "margin": "Margin",
-    "ms": "MS",
-    "lifted": "Lifted",
-    "angular": "Angular",
-    "npair": "N-pair",
-    "softtriple": "SoftTriple",
-}
-PROFS_VARIANTS = {"plain": "{} (plain)", "profs": "{}-PROFS", "profs_hncm": "{}-PROFS-HNCM"}
 
 
 def paper_name(run: str) -> str:
     """The papers' name of run id `run` (the id itself when there is none)."""
     if run in BASELINES:
         return BASELINES[run]
-    for parse, losses, variants in (
-        (parse_ccp_run, CCP_LOSSES, CCP_VARIANTS),
-        (parse_profs_run, PROFS_LOSSES, PROFS_VARIANTS),
-    ):
-        parsed = parse(run)
-        if parsed and parsed[0] in losses:
-            return variants[parsed[1]].format(losses[parsed[0]])
+    parsed = parse_run(run)
+    if parsed:  # the family's names (pipeline/families)
+        family, loss, variant = parsed
+        return family.variants[variant].format(family.losses[loss])
     return run
 
 

@@ -5,6 +5,7 @@ from pathlib import Path
 
 import pandas as pd
 
+from pipeline.families.ccp import FAMILY as CCP
 from pipeline.infra.io import write_text
 from pipeline.reporting import budgets, comparison, figures, forest, index, tuning
 from pipeline.reporting.claims import (
@@ -21,7 +22,7 @@ from pipeline.reporting.lanml_table import anml_table2, lanml_markdown
 from pipeline.reporting.reference import paper_dataset
 from pipeline.reporting.subproblems import detail_markdown, summary_markdown
 from pipeline.reporting.tables import markdown_table, results_frame
-from pipeline.runs import CCP_VARIANTS, model_ids
+from pipeline.runs import model_ids
 
 FIGURES = (
     "tuning_history",
@@ -300,7 +301,7 @@ def write_figures(params, inputs: ReportInputs, out: Path) -> None:
         fig / "profs_m.png",
         xlabel="M (training steps per projection)",
     )
-    variants = [v for v in CCP_VARIANTS if v in [*params.ccp.variants, *params.ccp.alternating]]
+    variants = [v for v in CCP.variants if v in CCP.trained_variants(params.ccp)]
     figures.variants_figure(
         inputs.map_at_r,
         list(params.ccp.losses),

@@ -1,0 +1,83 @@
+"""The method-family registry: one record per family of runs (CCP, PROFS) that trains every loss of a list with
+every variant of a list, configured by one params section.
+
+A family's module here declares its section's schema and registers a :class:`Family`; nothing else lists
+families: the params root gets a section per family (pipeline/config/loader.py), pipeline/runs.py names and
+parses the runs (``<loss>_<variant>``), the training stage builds each run's objective with the module the record
+names (its ``build_objective``), and the report prints the papers' names from the record. Family modules import
+no torch (params load without it); the objective module does.
+"""
+
+from __future__ import annotations
+
+import importlib
+import pkgutil
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from pipeline.infra.schema import section
+
+
+@section(kw_only=True)
+class MethodConfig:
+    """Fields every method section has (a family's section and a baseline run's)."""
+
+    # normalisation applied to the head output in training, validation and test
+    embedding_norm: Literal["l2", "lipschitz", "none"] = "l2"
+
+
+@dataclass(frozen=True)
+class Family:
+    """A family of runs ``<loss>_<variant>``.
+
+    - section, schema: its params key and the section's schema;
+    - losses: loss key -> the papers' name (each key is a field of the section holding a registered loss's
+      params, pipeline/losses);
+    - variants: variant -> the papers' name pattern (``"{}-CCP"``);
+    - variant_lists: the section's lists that pick the variants trained, in run order (each its own dvc.yaml
+      stage), with the variants each may hold;
+    - objective: the module of pipeline/methods whose ``build_objective(params, loss, variant, num_classes,
+      embedding_dim)`` builds a run's objective;
+    - stage_keys: per variant list, the section's keys its stage depends on besides the loss's own section (None:
+      the whole section), which is also what a run records (pipeline/runs.py run_record);
+    - own_budget: the section's max_epochs / patience (0: train's) are the family's training budget;
+    - check: a cross-field rule on the whole params, returning a problem ``"<key>: ..."`` or None.
+    """
+
+    section: str
+    schema: type
+    losses: dict[str, str]
+    variants: dict[str, str]
+    variant_lists: dict[str, tuple[str, ...]]
+    objective: str
+    stage_keys: dict[str, tuple[str, ...]] | None = None
+    own_budget: bool = False
+    check: Callable[[Any], str | None] = field(default=lambda params: None)
+
+    def trained_variants(self, cfg) -> list[str]:
+        """The variants section `cfg` trains, in run order."""
+        return [v for key in self.variant_lists for v in getattr(cfg, key)]
+
+
+_FAMILIES: dict[str, Family] = {}
+_DISCOVERED = False
+
+
+def register_family(family: Family) -> Family:
+    known = _FAMILIES.get(family.section)
+    if known is not None and known.schema is not family.schema:
+        raise TypeError(f"family {family.section!r} is already registered")
+    _FAMILIES[family.section] = family
+    return family
+
+
+def families() -> dict[str, Family]:
+    """Every registered family by params section, in section order (imports this package's modules once)."""
+    global _DISCOVERED
+    if not _DISCOVERED:
+        for module in pkgutil.iter_modules(__path__):
+            if not module.ispkg:
+                importlib.import_module(f"{__name__}.{module.name}")
+        _DISCOVERED = True
+    return dict(sorted(_FAMILIES.items()))

@@ -1,0 +1,201 @@
+"""docs/adding-a-method.md, done: a toy loss and a toy method family added to a temporary copy of the project,
+counting the files a person writes (the rest is generated), then trained by `dvc repro` on the tiny config.
+
+Before the registries (issue 42) a loss took 5 files (its schema and the loss union, the builder's if-chain,
+conf/config.yaml, params.yaml, the papers' names) and a family about 12 (run lists and parsing, four config
+modules, names, claims, the report's prose, conf/, dvc.yaml). Now: a loss is its module (+ conf/config.yaml to
+train a run of it), a family its record module, its objective module, conf/config.yaml and dvc.yaml.
+"""
+
+from __future__ import annotations
+
+import shutil
+import sys
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import ROOT, TINY_OVERRIDES, write_params_like_dvc
+from tests.test_pipeline_e2e import DVC, sh
+
+pytestmark = pytest.mark.slow
+
+TOY_LOSS = '''"""Contrastive loss on squared Euclidean distances (a toy)."""
+
+from typing import Literal
+
+from pydantic import Field
+
+from pipeline.infra.schema import section
+from pipeline.losses import register_loss
+
+
+@section
+class SquaredContrastiveLossParams:
+    name: Literal["squared_contrastive"] = "squared_contrastive"
+    neg_margin: float = Field(1.0, gt=0.0)
+
+
+@register_loss(SquaredContrastiveLossParams)
+def squared_contrastive(cfg, ctx):
+    from pytorch_metric_learning import distances, losses
+
+    squared = distances.LpDistance(normalize_embeddings=False, power=2)
+    return losses.ContrastiveLoss(pos_margin=0.0, neg_margin=cfg.neg_margin, distance=squared)
+'''
+
+TOY_FAMILY = '''"""A toy family: each loss trained as it is (single) or with its loss doubled (double)."""
+
+from dataclasses import field
+from typing import Literal
+
+from pipeline.families import Family, MethodConfig, register_family
+from pipeline.infra.schema import section
+from pipeline.losses.revisiting import MultiSimilarityLossParams
+from pipeline.losses.squared_contrastive import SquaredContrastiveLossParams
+
+LOSSES = {"ms": "MS", "squared_contrastive": "Squared contrastive"}
+VARIANTS = {"single": "{} (single)", "double": "{} x2"}
+
+
+@section(kw_only=True)
+class ToyConfig(MethodConfig):
+    losses: list[Literal[tuple(LOSSES)]] = field(default_factory=lambda: ["ms"])
+    variants: list[Literal[tuple(VARIANTS)]] = field(default_factory=lambda: list(VARIANTS))
+    ms: MultiSimilarityLossParams = field(default_factory=MultiSimilarityLossParams)
+    squared_contrastive: SquaredContrastiveLossParams = field(default_factory=SquaredContrastiveLossParams)
+
+
+FAMILY = register_family(
+    Family(
+        section="toy",
+        schema=ToyConfig,
+        losses=LOSSES,
+        variants=VARIANTS,
+        variant_lists={"variants": tuple(VARIANTS)},
+        objective="pipeline.methods.toy",
+    )
+)
+'''
+
+TOY_OBJECTIVE = '''"""The toy family's objective: the loss, times 2 for the double variant."""
+
+from pipeline.losses import LossContext, build_loss
+from pipeline.methods.objective import Objective
+
+
+class ToyObjective(Objective):
+    def __init__(self, loss, factor: float):
+        super().__init__(loss)
+        self.factor = factor
+
+    def batch_loss(self, model, x, y):
+        return self.factor * super().batch_loss(model, x, y)
+
+
+def build_objective(params, loss, variant, num_classes, embedding_dim):
+    section = getattr(params.toy, loss)
+    return ToyObjective(build_loss(section, LossContext(num_classes, embedding_dim)), 2.0 if variant == "double" else 1.0)
+'''
+
+
+def edit(path: Path, old: str, new: str) -> None:
+    text = path.read_text()
+    assert old in text, f"{path}: {old!r} not found"
+    path.write_text(text.replace(old, new))
+
+
+def touched(repo: Path) -> set[str]:
+    """Files changed or added since the last commit."""
+    return {line[3:] for line in sh(["git", "status", "--porcelain", "-uall"], repo).splitlines()}
+
+
+def regenerate_and_commit(repo: Path, message: str) -> None:
+    """What a person runs after editing (docs/adding-a-method.md): params.yaml and dvc.yaml's code deps."""
+    sh([sys.executable, "-m", "pipeline.compose"], repo)
+    sh([sys.executable, "-m", "pipeline.infra.dvc_deps", "--write"], repo)
+    sh(["git", "add", "-A"], repo)
+    sh(["git", "commit", "-qm", message], repo)
+
+
+@pytest.fixture(scope="module")
+def copy(tmp_path_factory):
+    repo = tmp_path_factory.mktemp("extended")
+    for name in ("pipeline", "stages", "reference", "conf", "tests"):
+        shutil.copytree(ROOT / name, repo / name, ignore=shutil.ignore_patterns("__pycache__"))
+    for name in ("dvc.yaml", ".dvcignore", "pyproject.toml"):
+        shutil.copy(ROOT / name, repo / name)
+    # one seed: the point is that the new runs train, not their spread
+    write_params_like_dvc(
+        repo / "conf" / "config.yaml",
+        {**TINY_OVERRIDES, "experiment": {**TINY_OVERRIDES["experiment"], "seeds": [0]}},
+        template=ROOT / "conf" / "config.yaml",
+    )
+    sh(["git", "init", "-q"], repo)
+    sh(DVC + ["init", "-q"], repo)
+    sh(DVC + ["config", "core.analytics", "false"], repo)
+    regenerate_and_commit(repo, "the project")
+    return repo
+
+
+def test_a_loss_is_its_module(copy):
+    (copy / "pipeline/losses/squared_contrastive.py").write_text(TOY_LOSS)
+    config = copy / "conf/config.yaml"  # a baseline run of it, trained by default
+    edit(config, "experiment:\n  methods:\n", "experiment:\n  methods:\n  - squared\n")
+    edit(config, "\nbaselines:\n", "\nbaselines:\n  squared:\n    loss:\n      name: squared_contrastive\n")
+    assert touched(copy) == {"pipeline/losses/squared_contrastive.py", "conf/config.yaml"}
+    regenerate_and_commit(copy, "a loss")
+    assert "squared" in (copy / "params.yaml").read_text()
+
+
+def test_a_family_is_four_files(copy):
+    (copy / "pipeline/families/toy.py").write_text(TOY_FAMILY)
+    (copy / "pipeline/methods/toy.py").write_text(TOY_OBJECTIVE)
+    edit(
+        copy / "conf/config.yaml",
+        "\npoc:\n",
+        "\ntoy:\n  losses:\n  - ms\n  - squared_contrastive\n  variants:\n  - single\n  - double\n\npoc:\n",
+    )
+    dvc_yaml = copy / "dvc.yaml"  # its train stage (PROFS's, renamed), and the stages that read every run
+    text = dvc_yaml.read_text()
+    profs_stage = text[text.index("  train_profs:\n") : text.index("\n  evaluate:\n") + 1]
+    text = text.replace("      - profs\n", "      - profs\n      - toy\n")  # tune, export: the whole section
+    text = text.replace(
+        "      - profs.variants\n", "      - profs.variants\n      - toy.losses\n      - toy.variants\n"
+    )
+    text = text.replace("\n  evaluate:\n", "\n" + profs_stage.replace("profs", "toy") + "\n  evaluate:\n")
+    dvc_yaml.write_text(text)
+    assert touched(copy) == {"pipeline/families/toy.py", "pipeline/methods/toy.py", "conf/config.yaml", "dvc.yaml"}
+    regenerate_and_commit(copy, "a family")
+    # the project's own checks of dvc.yaml against the code and the registries pass on the extended copy
+    sh(
+        [
+            sys.executable,
+            "-m",
+            "pytest",
+            "-q",
+            "-p",
+            "no:cacheprovider",
+            "tests/test_families.py",
+            "tests/test_dvc_deps.py",
+            "tests/test_loss_registry.py",
+        ],
+        copy,
+    )
+
+
+def test_both_train_through_the_tiny_config(copy):
+    sh(DVC + ["repro", "train@squared", "train_toy"], copy)
+    runs = ["squared", "ms_single", "ms_double", "squared_contrastive_single", "squared_contrastive_double"]
+    for run in runs:
+        assert (copy / f"data/models/{run}/fold-0-seed-0/summary.json").is_file(), run
+    names = sh(
+        [
+            sys.executable,
+            "-c",
+            f"from pipeline.reporting.names import paper_name; print([paper_name(r) for r in {runs}])",
+        ],
+        copy,
+    )
+    assert "['squared', 'MS (single)', 'MS x2', 'Squared contrastive (single)', 'Squared contrastive x2']" in names
+    assert "Data and pipelines are up to date" in sh(DVC + ["status", "train_toy"], copy)
