@@ -80,6 +80,22 @@ def test_the_closure_follows_function_level_relative_and_package_imports_and_not
     }
 
 
+def test_a_registry_package_brings_every_module_beside_its_init_and_a_plain_package_does_not(tmp_path):
+    _project(tmp_path)
+    (tmp_path / "stages/reg.py").write_text("import pipeline.reg\nimport pipeline.plain\n")
+    for package, init in [
+        ("reg", "from pipeline.infra.registry import import_modules\n\nimport_modules(__name__)\n"),
+        ("plain", "import importlib\n\nimportlib.import_module(__name__)\n"),
+    ]:
+        (tmp_path / f"pipeline/{package}").mkdir()
+        (tmp_path / f"pipeline/{package}/__init__.py").write_text(init)
+        (tmp_path / f"pipeline/{package}/one.py").write_text("")
+        (tmp_path / f"pipeline/{package}/two.py").write_text("")
+    got = {p.as_posix() for p in closure("stages.reg", tmp_path)}
+    assert {"pipeline/reg/one.py", "pipeline/reg/two.py"} <= got
+    assert not {"pipeline/plain/one.py", "pipeline/plain/two.py"} & got
+
+
 def test_write_replaces_only_the_code_deps_and_keeps_the_comments(tmp_path):
     dvc_yaml = _project(tmp_path)
     assert set(differences(dvc_yaml)) == {"run"}

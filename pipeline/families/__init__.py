@@ -10,12 +10,11 @@ no torch (params load without it); the objective module does.
 
 from __future__ import annotations
 
-import importlib
-import pkgutil
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+from pipeline.infra.registry import import_modules
 from pipeline.infra.schema import section
 
 
@@ -61,7 +60,6 @@ class Family:
 
 
 _FAMILIES: dict[str, Family] = {}
-_DISCOVERED = False
 
 
 def register_family(family: Family) -> Family:
@@ -74,10 +72,5 @@ def register_family(family: Family) -> Family:
 
 def families() -> dict[str, Family]:
     """Every registered family by params section, in section order (imports this package's modules once)."""
-    global _DISCOVERED
-    if not _DISCOVERED:
-        for module in pkgutil.iter_modules(__path__):
-            if not module.ispkg:
-                importlib.import_module(f"{__name__}.{module.name}")
-        _DISCOVERED = True
+    import_modules(__name__)
     return dict(sorted(_FAMILIES.items()))

@@ -3,10 +3,10 @@
 A stage's command runs `-m stages.<name>`; its code deps are every project module that command can import,
 at module or function level, transitively, with the `__init__.py` of each package on the way (Python runs
 them); a registry package, whose `__init__.py` imports each module beside it at run time
-(`pkgutil.iter_modules(__path__)`: pipeline/losses, pipeline/families), brings all of them. A folder stands for
-its .py files when all of them are in the closure. `python -m pipeline.infra.dvc_deps` prints the stages whose
-deps differ; `--write` rewrites those lists in dvc.yaml (comments kept); tests/test_dvc_deps.py fails while any
-differs.
+(`import_modules(__name__)`, pipeline/infra/registry.py: pipeline/losses, families, methods), brings all of
+them. A folder stands for its .py files when all of them are in the closure. `python -m pipeline.infra.dvc_deps`
+prints the stages whose deps differ; `--write` rewrites those lists in dvc.yaml (comments kept);
+tests/test_dvc_deps.py fails while any differs.
 """
 
 from __future__ import annotations
@@ -56,10 +56,11 @@ def _imported_names(path: Path, package: str) -> set[str]:
 
 
 def _discovers_modules(init: Path) -> bool:
-    """Whether a package's `__init__.py` imports the modules beside it by listing them (a registry)."""
+    """Whether a package's `__init__.py` imports the modules beside it (a registry: it calls
+    `import_modules(__name__)`, pipeline/infra/registry.py)."""
     for node in ast.walk(ast.parse(init.read_text(), filename=str(init))):
-        if isinstance(node, ast.Call) and getattr(node.func, "attr", "") == "iter_modules":
-            return any(isinstance(arg, ast.Name) and arg.id == "__path__" for arg in node.args)
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "import_modules":
+            return any(isinstance(arg, ast.Name) and arg.id == "__name__" for arg in node.args)
     return False
 
 

@@ -14,11 +14,11 @@ under ``modules/`` when it is called.
 
 from __future__ import annotations
 
-import importlib
-import pkgutil
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Literal
+
+from pipeline.infra.registry import import_modules
 
 
 @dataclass(frozen=True)
@@ -48,7 +48,6 @@ class LossRecord:
 
 
 _RECORDS: dict[str, LossRecord] = {}
-_DISCOVERED = False
 
 
 def schema_tag(schema: type) -> str | None:
@@ -76,12 +75,7 @@ def register_loss(schema: type, *, name: str | None = None, xbm: bool = False):
 
 def loss_records() -> dict[str, LossRecord]:
     """Every registered loss by name, in name order (imports every record module of this package once)."""
-    global _DISCOVERED
-    if not _DISCOVERED:
-        for module in pkgutil.iter_modules(__path__):
-            if not module.ispkg:
-                importlib.import_module(f"{__name__}.{module.name}")
-        _DISCOVERED = True
+    import_modules(__name__)
     return dict(sorted(_RECORDS.items()))
 
 

@@ -7,13 +7,12 @@ imported with it, so that module is loaded and is a dependency of the stages tha
 from __future__ import annotations
 
 import importlib
-import pkgutil
 
+from pipeline.infra.registry import import_modules
 from pipeline.methods.baselines import BaselineObjective
 from pipeline.runs import parse_run
 
-for _module in pkgutil.iter_modules(__path__):
-    importlib.import_module(f"{__name__}.{_module.name}")
+import_modules(__name__)
 
 
 def build_objective(params, name: str, num_classes: int, embedding_dim: int):
