@@ -113,6 +113,39 @@ def test_improved_npair():
     assert float(ImprovedNPairLoss(gamma, lam)(X, Y)) == pytest.approx(expected, rel=1e-5)
 
 
+LENGTHS = torch.tensor([[0.5], [2.0], [1.5], [0.7], [3.0], [1.2]])  # non-unit embeddings: the norms matter
+
+
+def sohn_npair(z: torch.Tensor, nu: float) -> float:
+    """Sohn 2016 eq. 3 / Revisiting eq. 4 term by term on the pairs (0, 1), (2, 3), (4, 5):
+    mean_i log(1 + sum_{j != i} exp(f_i.f_j+ - f_i.f_i+)) + nu mean_k ||z_k||^2, no normalisation."""
+    z = z.double()
+    f = z[[0, 2, 4]] @ z[[1, 3, 5]].T
+    terms = [math.log1p(sum(math.exp(f[i, j] - f[i, i]) for j in range(3) if j != i)) for i in range(3)]
+    return float(np.mean(terms) + nu * (z**2).sum(dim=1).mean())
+
+
+@pytest.mark.parametrize("nu", [0.0, 0.005])
+def test_npair_is_sohns_on_unnormalised_embeddings(nu):
+    from pipeline.losses import build_loss
+    from pipeline.losses.revisiting import NPairLossParams
+
+    z = X * LENGTHS
+    loss = build_loss(NPairLossParams(embedding_reg=nu))
+    assert float(loss(z, Y)) == pytest.approx(sohn_npair(z, nu), rel=1e-5)
+    # the library's default (DotProductSimilarity normalises) gives another number on the same batch
+    normalised = float(losses.NPairsLoss()(z, Y)) + nu * float((z**2).sum(dim=1).mean())
+    assert abs(float(loss(z, Y)) - normalised) > 0.1
+    assert float(ImprovedNPairLoss(1.0, 0.0)(z, Y)) == pytest.approx(sohn_npair(z, 0.0), rel=1e-5)
+
+
+def test_profs_plain_npair_is_sohns():
+    from pipeline.methods.profs import RepresentativeNPairLoss
+
+    z = X * LENGTHS
+    assert float(RepresentativeNPairLoss()(z, Y)) == pytest.approx(sohn_npair(z, 0.0), rel=1e-5)
+
+
 @pytest.mark.parametrize(
     "override,message",
     [

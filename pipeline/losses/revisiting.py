@@ -162,7 +162,10 @@ class NPairLossParams:
 def npair(cfg, ctx):
     from pytorch_metric_learning import losses
 
-    return losses.NPairsLoss(**_embedding_reg(cfg.embedding_reg))
+    from pipeline.losses.modules.pair_losses import similarity
+
+    # Sohn eq. 3 / Revisiting eq. 4: f_i . f_j+ unnormalised (the library's default distance L2-normalises)
+    return losses.NPairsLoss(distance=similarity("dot"), **_embedding_reg(cfg.embedding_reg))
 
 
 @section

@@ -58,6 +58,7 @@ from pytorch_metric_learning import losses
 
 from pipeline.families.profs import LOSSES, VARIANTS
 from pipeline.losses import LossContext, build_loss
+from pipeline.losses.modules.pair_losses import similarity
 from pipeline.methods.objective import Objective, projection_penalty, trainable
 from pipeline.miners import OneNegativePerPositiveMiner
 from pipeline.samplers import ClassBatchSampler
@@ -114,8 +115,8 @@ class RepresentativeNPairLoss(torch.nn.Module):
     cross-entropy of its similarities to the representatives, its own class's being the target."""
 
     def forward(self, reps, rep_labels, indices_tuple=None, ref_emb=None, ref_labels=None):
-        if ref_emb is None:  # plain variant: the library's N-pair loss on the batch
-            return losses.NPairsLoss()(reps, rep_labels)
+        if ref_emb is None:  # plain variant: Sohn's N-pair loss on the batch, unnormalised dot products as below
+            return losses.NPairsLoss(distance=similarity("dot"))(reps, rep_labels)
         keep = torch.isin(ref_labels, rep_labels)
         target = (ref_labels[keep, None] == rep_labels[None, :]).int().argmax(dim=1)  # its class's representative
         return torch.nn.functional.cross_entropy(ref_emb[keep] @ reps.T, target)
