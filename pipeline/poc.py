@@ -22,11 +22,12 @@ from sklearn.datasets import load_digits
 from torch.utils.data import TensorDataset
 
 from pipeline.config import Params
-from pipeline.evaluation.retrieval import map_at_r
+from pipeline.evaluation.retrieval import retrieval_scores
 from pipeline.infra.runtime import derive_seed, seed_everything
 from pipeline.methods.ccp import CCPObjective
 from pipeline.methods.kcenter import covering_radius, k_center_per_class
 from pipeline.models.embedder import Embedder, build_head
+from pipeline.reporting.budgets import cut_while_improving
 from pipeline.samplers import rows_per_class
 from pipeline.training import FoldData, embed, fit
 
@@ -105,6 +106,7 @@ def run_poc(params: Params, variant: str, data: FoldData, device: torch.device, 
         poc.proxies_per_class,
         poc.pool_size,
     )
+    test = retrieval_scores(embed(model, data.test, device), data.test_labels)
     radius = covering_radius(emb, labels, proxies, poc.proxies_per_class)
     next_radius = covering_radius(emb, labels, next_proxies, poc.proxies_per_class)
     return {
@@ -117,7 +119,10 @@ def run_poc(params: Params, variant: str, data: FoldData, device: torch.device, 
         "covering_radius_mean": float(radius.mean()),
         "next_radius_max": float(next_radius.max()),
         "next_radius_mean": float(next_radius.mean()),
-        "test_map_at_r": map_at_r(embed(model, data.test, device), data.test_labels),
+        **{f"test_{k}": test[k] for k in ("map_at_r", "precision_at_1")},
         "subproblems": len(objective.diagnostics),
         "epochs": len(result.history) - 1,
+        "best_epoch": result.best_epoch,
+        "stop_reason": result.stop_reason,  # patience, max_epochs (poc.max_epochs) or method (poc.max_subproblems)
+        "cut_while_improving": cut_while_improving(result.best_epoch, len(result.history) - 1, train.patience),
     }

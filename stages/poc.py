@@ -17,15 +17,17 @@ PANELS = {
     "ccp": "(b) CCP: Algorithm 1, re-initialised proxies",
     "sample_ccp": "(c) sample-based CCP: anchors are samples (section 5.3)",
 }
-KEYS = (
+MEAN_KEYS = (
     "covering_radius_max",
     "covering_radius_mean",
     "next_radius_max",
     "next_radius_mean",
     "test_map_at_r",
+    "test_precision_at_1",
     "subproblems",
     "epochs",
 )
+KEYS = MEAN_KEYS + ("best_epoch", "stop_reason", "cut_while_improving")  # per seed: where and why it stopped
 
 
 def main(params, args):
@@ -37,7 +39,10 @@ def main(params, args):
     out = {}
     for variant in PANELS:
         per_seed = {f"seed_{s}": {k: by_job[variant, s][k] for k in KEYS} for s in seeds}
-        out[variant] = {"mean": {k: float(np.mean([m[k] for m in per_seed.values()])) for k in KEYS}, "seeds": per_seed}
+        out[variant] = {
+            "mean": {k: float(np.mean([m[k] for m in per_seed.values()])) for k in MEAN_KEYS},
+            "seeds": per_seed,
+        }
     write_json(args.out, out)
 
 

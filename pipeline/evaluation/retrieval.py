@@ -108,9 +108,14 @@ def class_scores(neighbours: np.ndarray, labels: np.ndarray, gallery_labels: np.
     return grouped.mean().assign(queries=grouped.size()).rename_axis("class")[["queries", "map_at_r", "precision_at_1"]]
 
 
-def map_at_r(embeddings: np.ndarray, labels: np.ndarray, chunk: int = 4096) -> float:
-    """MAP@R alone (the validation score used for early stopping)."""
+def retrieval_scores(embeddings: np.ndarray, labels: np.ndarray, chunk: int = 4096) -> dict[str, float]:
+    """MAP@R, R-precision and P@1 of `embeddings` among themselves (neighbours up to the largest class)."""
     _, counts = np.unique(labels, return_counts=True)
     k = int(min(len(labels) - 1, counts.max() - 1))
     neighbours, _ = nearest_neighbours(embeddings, max(k, 1), chunk)
-    return retrieval_metrics(neighbours, labels, [1])["map_at_r"]
+    return retrieval_metrics(neighbours, labels, [1])
+
+
+def map_at_r(embeddings: np.ndarray, labels: np.ndarray, chunk: int = 4096) -> float:
+    """MAP@R alone (the validation score used for early stopping)."""
+    return retrieval_scores(embeddings, labels, chunk)["map_at_r"]

@@ -45,6 +45,12 @@ def read_logs(folder: Path, runs: list[str], models: list[tuple[int, int]]) -> p
     )
 
 
+def cut_while_improving(best_epoch: int, stop_epoch: int, patience: int) -> bool:
+    """The cap rule (module docstring): stopped fewer than `patience` epochs after the best one, so by a cap
+    (epochs, sub-problems), not by the patience; the MLRC runs and the 2-D proof of concept alike."""
+    return stop_epoch - best_epoch < patience
+
+
 def failed(curve: pd.Series, best_epoch: int) -> bool:
     """The failure rule (module docstring) on a model's validation MAP@R per epoch (epoch 0 first)."""
     return best_epoch <= 1 or len(curve) < 2 or curve.iloc[1:].max() <= curve.iloc[0]
@@ -66,7 +72,7 @@ def per_model(logs: pd.DataFrame, patience: dict[str, int], min_delta: float) ->
                 "stop_epoch": stop,
                 "unit": UNITS.get(unit, ""),
                 "units": t[unit].max() if unit else float("nan"),
-                "cut_while_improving": stop - best < patience[run],
+                "cut_while_improving": cut_while_improving(best, stop, patience[run]),
                 "failed": failed(t.val_map_at_r.reset_index(drop=True), best),
             }
         )
@@ -100,6 +106,22 @@ def budget_markdown(models: pd.DataFrame, patience: dict[str, int], max_epochs: 
             f"| {run} | {patience[run]} / {max_epochs[run]} | {_spread(t.best_epoch)} | {_spread(t.stop_epoch)} "
             f"| {units} | {f'**{cut} of {len(t)}**' if cut else f'0 of {len(t)}'} | {f'**{lost}**' if lost else '-'} |"
         )
+    return "\n".join(out) + "\n"
+
+
+def poc_markdown(poc: dict) -> str:
+    """Per variant of the 2-D proof of concept (reports/ccp_poc.json): each seed's best and stop epoch, why it
+    stopped (patience, max_epochs: poc.max_epochs, method: poc.max_subproblems), its sub-problems, and whether it
+    was cut while improving."""
+    out = ["| variant | seed | best epoch | stop epoch | stopped by | sub-problems | cut while improving |"]
+    out.append("|---|---|---|---|---|---|---|")
+    for variant, result in poc.items():
+        for seed, r in result["seeds"].items():
+            cut = "**yes**" if r["cut_while_improving"] else "no"
+            out.append(
+                f"| {variant} | {seed.removeprefix('seed_')} | {r['best_epoch']} | {r['epochs']} | {r['stop_reason']} "
+                f"| {r['subproblems']} | {cut} |"
+            )
     return "\n".join(out) + "\n"
 
 
