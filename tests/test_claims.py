@@ -9,6 +9,7 @@ from pipeline.reporting.claims import (
     RANGE_END,
     STILL_IMPROVING,
     Claim,
+    arm_differences,
     claims_markdown,
     claims_table,
     cluster_bootstrap,
@@ -110,7 +111,10 @@ def test_failed_models_leave_a_claim_not_tested_unless_its_verdict_survives_with
     assert table.verdict_without_flagged.tolist() == ["reproduced", "", "reproduced"]
     assert np.isnan(table.p_holm.iloc[0]) and table.verdict_holm.iloc[0] == "not tested"  # not in the family
     text = claims_markdown(table, 2)
-    assert "| **not tested** | not tested | 2 failed: verdict without them reproduced |" in text
+    assert (
+        "| **not tested** | not tested | sign holds leaving any fold out; P@1 agrees "
+        "| 2 failed: verdict without them reproduced |" in text
+    )
 
 
 def test_a_claim_with_more_than_one_model_of_an_arm_cut_by_a_cap_is_not_tested():
@@ -131,6 +135,64 @@ def test_proof_of_concept_claim_pairs_by_seed():
     row = claims_table([claim], {}, poc).iloc[0]
     assert row.map_at_r_diff == pytest.approx(4.0) and np.isnan(row.precision_at_1_diff)  # MAP@R only in 2-D
     assert (row.pairs, row.folds) == (2, 2)  # the seeds are its unit
+
+
+def test_a_verdict_that_one_fold_carries_is_fragile():
+    """Fold means +9, +0.5, +0.5, +0.4 points: reproduced by the t interval, but without fold 0 the mean stays
+    positive, so the sign holds; fold means +6, -1, -1, -1.5 flip without fold 0 (mean -1.17)."""
+    one_fold = fold_means_metrics([6.0, -1.0, -1.0, -1.5])
+    table = claims_table([Claim("b beats a", "s", "a", "b")], one_fold, {})
+    assert table.sign_flips_without.iloc[0] == "0"
+    steady = fold_means_metrics([2.0, 2.2, 1.8, 2.1])
+    table = claims_table([Claim("b beats a", "s", "a", "b")], steady, {})
+    assert table.sign_flips_without.iloc[0] == "" and table.verdict.iloc[0] == "reproduced"
+    assert not table.fragile.iloc[0] and not table.p1_disagrees.iloc[0]
+
+
+def test_a_verdict_whose_p1_has_the_other_sign_is_fragile():
+    base = [0.5] * 8
+    better = [0.52, 0.52, 0.522, 0.522, 0.518, 0.518, 0.521, 0.521]  # +2 points MAP@R on every fold
+    p1_better = [0.49] * 8  # P@1 -1 point
+    metrics = {"a": run_metrics(base), "b": run_metrics(better, p1_better)}
+    table = claims_table([Claim("b beats a", "s", "a", "b")], metrics, {})
+    row = table.iloc[0]
+    assert row.verdict == "reproduced" and row.p1_disagrees and row.fragile and row.sign_flips_without == ""
+    text = claims_markdown(table, 2)
+    assert "| **reproduced** (fragile) |" in text and "P@1 has the other sign (-1.00)" in text
+
+
+def test_inconclusive_verdicts_are_never_marked_fragile():
+    table = claims_table([Claim("b beats a", "s", "a", "b")], fold_means_metrics([6.0, -1.0, -1.0, -1.5]), {})
+    assert table.verdict.iloc[0] == "inconclusive" and not table.fragile.iloc[0]
+
+
+def test_the_proof_of_concept_is_under_the_cap_rule():
+    def seeds(values, cut):
+        return {
+            "seeds": {
+                f"seed_{i}": {"test_map_at_r": v, "cut_while_improving": c} for i, (v, c) in enumerate(zip(values, cut))
+            }
+        }
+
+    claim = next(c for c in paper_claims([], []) if c.where == "poc")
+    poc = {"ccp": seeds([0.90, 0.91, 0.92], [True, False, False]), "sample_ccp": seeds([0.95] * 3, [False] * 3)}
+    assert claims_table([claim], {}, poc).verdict.iloc[0] == "reproduced"  # one seed cut: the rule allows it
+    poc["sample_ccp"] = seeds([0.95] * 3, [True, True, False])
+    table = claims_table([claim], {}, poc)
+    assert table.verdict.iloc[0] == "not tested" and table.capped_arms.iloc[0] == "sample_ccp:2"
+
+
+def test_arm_differences_name_each_setting_that_differs():
+    npair = {"embedding_norm": "none", "loss": {"name": "npair", "embedding_reg": 0.005}, "loss_lr": 0.01}
+    anml = {"embedding_norm": "l2", "loss": {"name": "anml_npair", "gamma": 2.0, "lambda": 0.1}, "loss_lr": 0.01}
+    assert (
+        arm_differences(npair, anml)
+        == "embedding_norm: none → l2; loss: npair (embedding_reg 0.005) → anml_npair (gamma 2, lambda 0.1)"
+    )
+    margin = {"loss": {"name": "margin", "beta": 1.2}, "p_switch": 0.0}
+    assert arm_differences(margin, {"loss": {"name": "margin", "beta": 0.6}, "p_switch": 0.3}) == (
+        "loss.beta: 1.2 → 0.6; p_switch: 0 → 0.3"
+    )
 
 
 def test_paper_claims_cover_the_issue_list():

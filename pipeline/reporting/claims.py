@@ -24,6 +24,11 @@ and where that changes the verdict the claim is **not tested**: the difference r
 methods. Compared runs tuned to a value at an end of its search range are named under the table
 (`flagged_runs_note`, `RANGE_END`): their verdicts may reflect the range rather than the method; so are runs tuned
 by a study that found its best among its last trials (`STILL_IMPROVING`).
+
+How fragile a verdict is (issue 47): a reproduced or contradicted verdict is marked **fragile** when the sign of the
+mean difference flips (or reaches 0) as any one unit (fold; seed in 2-D) is left out in turn, or when the P@1
+difference has the other sign than the MAP@R one. The verdict itself keeps its rule; the mark says it hangs on one
+fold or on the metric.
 """
 
 from __future__ import annotations
@@ -51,8 +56,10 @@ class Claim:
     where: str = "runs"  # runs: the MLRC fold x seed models; poc: the 2-D proof of concept's seeds
 
 
-def paper_claims(ccp_losses, profs_losses) -> list[Claim]:
-    """The claims the default can test, for the CCP and PROFS losses configured."""
+def paper_claims(ccp_losses, profs_losses, batch: int = 128) -> list[Claim]:
+    """The claims the default can test, for the CCP and PROFS losses configured; `batch`: the runs' batch size (the
+    PROFS tables are at 128, which the source column says when it differs)."""
+    profs_source = "PROFS Tables 1-2" + (f" (batch 128 there; {batch} here, both arms)" if batch != 128 else "")
     out = []
     for loss in ccp_losses:
         name = loss.upper() if loss in ("c1", "c2", "ms") else loss.capitalize()
@@ -68,8 +75,8 @@ def paper_claims(ccp_losses, profs_losses) -> list[Claim]:
             Claim(f"{name}: Loss-Proxy beats the loss on batches", "CCP Fig. 4a", f"{loss}_batch", f"{loss}_loss_proxy")
         )
     for loss in profs_losses:
-        out.append(Claim(f"{loss}: PROFS beats the plain loss", "PROFS Tables 1-2", f"{loss}_plain", f"{loss}_profs"))
-        out.append(Claim(f"{loss}: PROFS-HNCM beats PROFS", "PROFS Tables 1-2", f"{loss}_profs", f"{loss}_profs_hncm"))
+        out.append(Claim(f"{loss}: PROFS beats the plain loss", profs_source, f"{loss}_plain", f"{loss}_profs"))
+        out.append(Claim(f"{loss}: PROFS-HNCM beats PROFS", profs_source, f"{loss}_profs", f"{loss}_profs_hncm"))
     out += [
         Claim("ANML-Lifted beats Lifted", "ANML Table 3", "lifted", "anml_lifted"),
         Claim("ANML-N-pair beats N-pair", "ANML Table 3", "npair", "anml_npair"),
@@ -109,10 +116,15 @@ def _poc_paired(poc: dict, base: str, better: str, metric: str) -> np.ndarray | 
     return 100 * np.array([poc[better]["seeds"][s][key] - seeds[s][key] for s in sorted(seeds)])
 
 
+def unit_means(diffs: np.ndarray, units: np.ndarray) -> np.ndarray:
+    """Each unit's mean difference (a fold's over its seeds), units in ascending order."""
+    return np.array([diffs[units == u].mean() for u in np.unique(units)])
+
+
 def t_over_units(diffs: np.ndarray, units: np.ndarray) -> tuple[float, float, float]:
     """The mean difference over the units (folds: each fold's mean over its seeds), its 95% t interval's half-width
     and the two-sided p-value of the t-test of mean 0, with the units as the sample (NaN below two units)."""
-    means = np.array([diffs[units == u].mean() for u in np.unique(units)])
+    means = unit_means(diffs, units)
     mean, half = mean_interval(means)
     if len(means) < 2:
         return mean, float("nan"), float("nan")
@@ -152,6 +164,16 @@ def cluster_bootstrap(
     return float(low), float(high), p
 
 
+def sign_flips_leaving_one_out(diffs: np.ndarray, units: np.ndarray) -> list[int]:
+    """The units whose removal flips the sign of the mean of the unit means (or brings it to 0); none below
+    three units (one left would be no mean to speak of)."""
+    names, means = np.unique(units), unit_means(diffs, units)
+    if len(means) < 3:
+        return []
+    sign = np.sign(means.mean())
+    return [int(u) for k, u in enumerate(names) if np.sign(np.delete(means, k).mean()) != sign]
+
+
 def verdict(intervals: list[tuple[float, float]]) -> str:
     """Reproduced when every interval lies above 0, contradicted when every one lies below, else inconclusive."""
     if not intervals or any(np.isnan(low) or np.isnan(high) for low, high in intervals):
@@ -175,7 +197,7 @@ TESTED = ("reproduced", "contradicted", "inconclusive")
 def _evidence(c: Claim, metrics, poc, per_class, models: list[str], samples: int, seed: int) -> dict:
     """Per metric: the mean difference, the t interval over the units (folds; seeds in 2-D) with its p-value, and
     for the MLRC runs the fold-cluster bootstrap interval with its p-value; and the verdict both support."""
-    out = {"pairs": np.nan, "folds": np.nan}
+    out = {"pairs": np.nan, "folds": np.nan, "sign_flips_without": ""}
     for metric, _ in METRICS:
         out.update({f"{metric}_{k}": np.nan for k in ("diff", "t_low", "t_high", "t_p", "boot_low", "boot_high")})
         out[f"{metric}_boot_p"] = np.nan
@@ -188,6 +210,8 @@ def _evidence(c: Claim, metrics, poc, per_class, models: list[str], samples: int
         if diffs is None or not len(diffs):
             continue
         mean, half, p = t_over_units(diffs, units)
+        if metric == METRICS[0][0]:
+            out["sign_flips_without"] = " ".join(map(str, sign_flips_leaving_one_out(diffs, units)))
         out.update(
             {
                 "pairs": len(diffs),
@@ -217,6 +241,17 @@ def _evidence(c: Claim, metrics, poc, per_class, models: list[str], samples: int
     return out
 
 
+def _cut_per_arm(c: Claim, cut: dict[str, int], poc: dict) -> dict[str, int]:
+    """Per arm of `c`: its models (2-D: seeds) cut by a cap while improving (budgets.cut_while_improving)."""
+    if c.where == POC:
+        return {
+            r: sum(bool(s.get("cut_while_improving")) for s in poc[r]["seeds"].values())
+            for r in (c.base, c.better)
+            if r in poc
+        }
+    return {r: cut.get(r, 0) for r in (c.base, c.better)}
+
+
 def claims_table(
     claims: list[Claim],
     metrics: dict,
@@ -226,6 +261,7 @@ def claims_table(
     seed: int = 0,
     failed: frozenset[tuple[str, str]] = frozenset(),
     cut: dict[str, int] | None = None,
+    differs: dict[tuple[str, str], str] | None = None,
 ) -> pd.DataFrame:
     """One row per claim: runs, pairs, folds, per metric the mean paired difference with the t interval over fold
     means and the fold-cluster bootstrap interval (when `per_class` holds both runs' scores), the verdict both
@@ -234,9 +270,11 @@ def claims_table(
     `failed`: (run, model) pairs of models that failed (pipeline/reporting/budgets.py ``failed``). A claim with
     such models in its pairs is measured again without those pairs; where that changes its verdict it is
     **not tested** (the difference rests on a failure, not on the methods). `cut`: run -> its models cut by a cap
-    while improving; a claim with more than one in an arm is **not tested** too (the cap would decide it: raise
-    train.max_epochs / ccp.max_subproblems for the data set)."""
-    per_class, cut = per_class or {}, cut or {}
+    while improving (the 2-D proof of concept: its seeds' ``cut_while_improving`` in `poc`); a claim with more than
+    one in an arm is **not tested** too (the cap would decide it: raise train.max_epochs / ccp.max_subproblems /
+    poc.max_epochs / poc.max_subproblems for the data set). `differs`: (base, better) -> what the arms' settings
+    differ in (`arm_differences`; a family's variants: the variant)."""
+    per_class, cut, differs = per_class or {}, cut or {}, differs or {}
     rows = []
     for c in claims:
         row = {
@@ -245,9 +283,10 @@ def claims_table(
             "base": c.base,
             "better": c.better,
             "compared_over": "poc seeds" if c.where == POC else "fold x seed models",
+            "differs": differs.get((c.base, c.better), ""),
             "flagged_models": "",
             "verdict_without_flagged": "",
-            "capped_arms": " ".join(f"{r}:{cut[r]}" for r in (c.base, c.better) if cut.get(r, 0) > 1),
+            "capped_arms": " ".join(f"{r}:{n}" for r, n in _cut_per_arm(c, cut, poc).items() if n > 1),
         }
         present = {c.base, c.better} <= set(poc if c.where == POC else metrics)
         models = []
@@ -273,6 +312,10 @@ def claims_table(
             row["verdict"], row["p"] = "not tested", np.nan
         rows.append(row)
     table = pd.DataFrame(rows)
+    table["p1_disagrees"] = np.sign(table.precision_at_1_diff) * np.sign(table.map_at_r_diff) < 0
+    table["fragile"] = table.verdict.isin(("reproduced", "contradicted")) & (
+        (table.sign_flips_without != "") | table.p1_disagrees
+    )
     tested = table.verdict.isin(TESTED)
     table["p_holm"] = holm(table.p.where(tested))
     table["verdict_holm"] = [_holm_verdict(v, q) for v, q in zip(table.verdict, table.p_holm)]
@@ -295,16 +338,76 @@ def _holm_verdict(unadjusted: str, p_holm: float) -> str:
     return "inconclusive" if unadjusted in TESTED else unadjusted
 
 
+def fragility(row) -> str:
+    """The two checks of a row (module docstring): does the sign hold as each unit is left out, does P@1 agree."""
+    if np.isnan(row.map_at_r_diff):
+        return "-"
+    unit = "seed" if row.compared_over == "poc seeds" else "fold"
+    flips = str(row.sign_flips_without or "").split()
+    out = [
+        ", ".join(f"sign flips without {unit} {u}" for u in flips)
+        if flips
+        else (f"sign holds leaving any {unit} out" if row.folds >= 3 else f"too few {unit}s to leave one out")
+    ]
+    if not np.isnan(row.precision_at_1_diff):
+        out.append(f"P@1 has the other sign ({row.precision_at_1_diff:+.2f})" if row.p1_disagrees else "P@1 agrees")
+    return "; ".join(out)
+
+
+def _render(value) -> str:
+    """A setting as the differences column shows it: a section as ``name (key value, ...)``."""
+    if isinstance(value, dict):
+        rest = ", ".join(f"{k} {_render(v)}" for k, v in value.items() if k != "name")
+        return f"{value.get('name', '')} ({rest})".strip() if rest else str(value.get("name", ""))
+    return "-" if value is None else f"{value:g}" if isinstance(value, float) else str(value)
+
+
+def claim_differences(params, claims: list[Claim]) -> dict[tuple[str, str], str]:
+    """(base, better) -> what the arms of each claim whose runs are trained differ in: a family's variants (or the
+    2-D proof of concept's) by their variant, any other pair by `arm_differences` of their recorded settings."""
+    from pipeline.runs import all_runs, parse_run, run_record
+
+    trained, out = set(all_runs(params)), {}
+    for c in claims:
+        a, b = (None, None) if c.where == POC else (parse_run(c.base), parse_run(c.better))
+        if c.where == POC or a and b and a[:2] == b[:2]:
+            out[c.base, c.better] = f"variant: {a[2] if a else c.base} → {b[2] if b else c.better}"
+        elif {c.base, c.better} <= trained:
+            out[c.base, c.better] = arm_differences(run_record(params, c.base), run_record(params, c.better))
+    return out
+
+
+def arm_differences(base: dict, better: dict) -> str:
+    """What two runs' recorded settings (pipeline/runs.py run_record) differ in, key by key; a section that names
+    the same thing (loss, miner, sampler) on both sides is compared key by key, else shown whole."""
+    out = []
+    for key in dict.fromkeys([*base, *better]):
+        a, b = base.get(key), better.get(key)
+        if a == b:
+            continue
+        if isinstance(a, dict) and isinstance(b, dict) and a.get("name") == b.get("name"):
+            out += [
+                f"{key}.{k}: {_render(a.get(k))} → {_render(b.get(k))}"
+                for k in dict.fromkeys([*a, *b])
+                if a.get(k) != b.get(k)
+            ]
+        else:
+            out.append(f"{key}: {_render(a)} → {_render(b)}")
+    return "; ".join(out)
+
+
 def claims_markdown(table: pd.DataFrame, decimals: int) -> str:
-    """The table as markdown: claim, source, the runs compared, pairs (folds), MAP@R with the t interval over fold
-    means and the fold-cluster bootstrap interval, P@1 with the t interval, the verdict (MAP@R, both intervals),
-    the verdict after Holm's adjustment, and the models flagged as failed."""
+    """The table as markdown: claim, source, the runs compared and what they differ in, pairs (folds), MAP@R with
+    the t interval over fold means and the fold-cluster bootstrap interval, P@1 with the t interval, the verdict
+    (MAP@R, both intervals; marked fragile, module docstring), the verdict after Holm's adjustment, what makes the
+    sign fragile, and the models flagged as failed or cut by a cap."""
     pct = f"{100 * LEVEL:.0f}%"
     head = (
-        f"| claim | source | compared (base → claimed better) | pairs (folds) | MAP@R diff [{pct} t, fold means] "
-        f"| MAP@R diff [{pct} bootstrap, folds × classes] | P@1 diff [{pct} t] | verdict | Holm | failed models, caps |"
+        f"| claim | source | compared (base → claimed better) | the arms differ in | pairs (folds) "
+        f"| MAP@R diff [{pct} t, fold means] | MAP@R diff [{pct} bootstrap, folds × classes] | P@1 diff [{pct} t] "
+        "| verdict | Holm | leave one out, P@1 | failed models, caps |"
     )
-    lines = [head, "|---|---|---|---|---|---|---|---|---|---|"]
+    lines = [head, "|---|---|---|---|---|---|---|---|---|---|---|---|"]
     for _, r in table.iterrows():
         runs = (
             f"{r.base} → {r.better} (2-D proof of concept; seeds are the unit)"
@@ -316,10 +419,12 @@ def claims_markdown(table: pd.DataFrame, decimals: int) -> str:
         flags = flags if r.flagged_models else []
         flags += [f"{run}: {n} models cut by a cap" for run, n in (a.split(":") for a in r.capped_arms.split())]
         failed = "; ".join(flags) or "-"
+        verdict_text = f"**{r.verdict}**" + (" (fragile)" if r.fragile else "")
         lines.append(
-            f"| {r.claim} | {r.source} | {runs} | {pairs} | {_interval(r, 'map_at_r', decimals, 't')} "
-            f"| {_interval(r, 'map_at_r', decimals, 'boot')} | {_interval(r, 'precision_at_1', decimals, 't')} "
-            f"| **{r.verdict}** | {r.verdict_holm} | {failed} |"
+            f"| {r.claim} | {r.source} | {runs} | {r.differs or '-'} | {pairs} "
+            f"| {_interval(r, 'map_at_r', decimals, 't')} | {_interval(r, 'map_at_r', decimals, 'boot')} "
+            f"| {_interval(r, 'precision_at_1', decimals, 't')} | {verdict_text} | {r.verdict_holm} "
+            f"| {fragility(r)} | {failed} |"
         )
     return "\n".join(lines) + "\n"
 

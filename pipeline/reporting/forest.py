@@ -3,7 +3,8 @@
 One panel per data set (this report's claims table first, then the companions of ``report.companions``, e.g. the
 emoji default's committed reports/emoji/claims.csv), one row per claim: the point is the mean paired MAP@R
 difference, the thin bar the t interval over fold means, the thick bar the fold-cluster bootstrap interval
-(pipeline/reporting/claims.py), coloured by the verdict; the zero line is where a claim changes sign. A claim
+(pipeline/reporting/claims.py), coloured by the verdict, an open point for a fragile verdict (its sign flips as a fold
+is left out, or P@1 disagrees); the zero line is where a claim changes sign. A claim
 measured once for every data set (the 2-D proof of concept) is drawn in the first panel only.
 """
 
@@ -58,7 +59,9 @@ def forest_figure(tables: dict[str, pd.DataFrame], path: Path) -> None:
             if "map_at_r_boot_low" in table and not np.isnan(r.map_at_r_boot_low):
                 ax.hlines(y[r.claim], r.map_at_r_boot_low, r.map_at_r_boot_high, color=colour, lw=4.5, alpha=0.55)
             marker = "o" if r.verdict_holm == r.verdict else "D"
-            ax.plot(r.map_at_r_diff, y[r.claim], marker, color=colour, ms=6, mec="black", mew=0.6)
+            fragile = r.get("fragile", False)  # older companion tables have no such column
+            fill = "white" if isinstance(fragile, (bool, np.bool_)) and fragile else colour
+            ax.plot(r.map_at_r_diff, y[r.claim], marker, color=colour, mfc=fill, ms=6, mec="black", mew=0.6)
         ax.axvline(0, color="black", lw=0.8)
         ax.set_title(name)
         ax.set_xlabel("MAP@R difference, claimed-better minus base (points)")
@@ -70,6 +73,7 @@ def forest_figure(tables: dict[str, pd.DataFrame], path: Path) -> None:
         plt.Line2D([], [], color="grey", lw=1.2, label="t interval over fold means"),
         plt.Line2D([], [], color="grey", lw=4.5, alpha=0.55, label="fold-cluster bootstrap"),
         plt.Line2D([], [], marker="D", ls="", color="grey", mec="black", label="verdict changed by Holm"),
+        plt.Line2D([], [], marker="o", ls="", color="grey", mfc="white", mec="black", label="fragile verdict"),
     ]
     fig.legend(handles=handles, loc="lower center", ncol=4, fontsize=8)  # two rows: one panel is narrower than 7
     fig.suptitle("Claims of the papers: mean paired difference with its 95% intervals (reports/*claims.md)")

@@ -173,6 +173,7 @@ def index_markdown(
     figs = "\n".join(f"- [{f}.png](figures/{f}.png)" for f in (*figures, "ccp_poc"))
     verdicts = "\n".join(
         f"- {r.claim} ({r.source}): **{r.verdict}**"
+        + (" (fragile)" if r.fragile else "")
         + (f" (Holm: {r.verdict_holm})" if r.verdict_holm != r.verdict else "")
         for _, r in claims.iterrows()
     )
@@ -181,10 +182,16 @@ def index_markdown(
         "# Reports index\n\n![every claim's difference with its intervals](figures/claims_forest.png)\n\n"
         "[figures/claims_forest.png](figures/claims_forest.png): every claim's mean paired MAP@R difference with "
         "its two 95% intervals, "
-        + " and ".join(f"`{name}`" for name in forest_panels(params))
-        + " side by side, coloured by verdict.\n\n## Claims: [claims.md](claims.md) (and claims.csv)\n\n"
+        + (
+            " and ".join(f"`{name}`" for name in panels) + " side by side"
+            if len(panels := forest_panels(params)) > 1
+            else f"`{panels[0]}`"
+        )
+        + ", coloured by verdict (an open point: a fragile verdict).\n\n## Claims: [claims.md](claims.md) (and "
+        "claims.csv)\n\n"
         "Each claim of the papers that this default can test, with the paired difference over the fold x seed "
-        f"models (the folds are the unit), its 95% intervals, a verdict and the verdict after Holm's adjustment:"
+        f"models (the folds are the unit), its 95% intervals, a verdict (fragile: its sign flips as one fold is "
+        "left out, or P@1 has the other sign) and the verdict after Holm's adjustment:"
         f"\n\n{verdicts}\n\n"
         "Every run had the same budget rule, and [budgets.md](budgets.md) shows whether its curves had "
         "flattened. Which verdicts changed when the methods were made to run as their authors ran them, and "

@@ -11,6 +11,7 @@ from pipeline.reporting import budgets, comparison, figures, forest, index, tuni
 from pipeline.reporting.claims import (
     RANGE_END,
     STILL_IMPROVING,
+    claim_differences,
     claims_markdown,
     claims_table,
     compared_runs,
@@ -67,8 +68,11 @@ def write_results(params, inputs: ReportInputs, out: Path, context: str) -> None
 
 def write_claims(params, inputs: ReportInputs, out: Path, context: str) -> pd.DataFrame:
     """reports/claims.md and .csv: every testable claim of the papers with its paired difference and verdict."""
+    claims = paper_claims(
+        params.ccp.losses, params.profs.losses, params.train.classes_per_batch * params.train.images_per_class
+    )
     table = claims_table(
-        paper_claims(params.ccp.losses, params.profs.losses),
+        claims,
         inputs.metrics,
         inputs.poc,
         inputs.per_class,
@@ -76,10 +80,12 @@ def write_claims(params, inputs: ReportInputs, out: Path, context: str) -> pd.Da
         params.seed,
         budgets.failed_models(inputs.budgets),
         inputs.budgets.groupby("run").cut_while_improving.sum().to_dict(),
+        claim_differences(params, claims),
     )
     counts, holm_counts = table.verdict.value_counts(), table.verdict_holm.value_counts()
     shown = ("reproduced", "contradicted", "inconclusive", "not tested", "not run")
     summary = ", ".join(f"{counts.get(v, 0)} {v}" for v in shown)
+    summary += f" ({int(table.fragile.sum())} of the reproduced or contradicted fragile)"
     summary_holm = ", ".join(f"{holm_counts.get(v, 0)} {v}" for v in shown[:3])
     models = len(params.experiment.folds) * len(params.experiment.seeds)
     text = (
@@ -102,8 +108,13 @@ def write_claims(params, inputs: ReportInputs, out: Path, context: str) -> pd.Da
         "untrained network's ([budgets.md](budgets.md)); such models are named, the claim is measured again "
         "without their pairs, and where that changes the verdict the claim is **not tested** (its difference rests "
         "on a failure); so is a claim with more than one model of an arm cut by a cap while improving (the epoch "
-        "cap or ccp.max_subproblems: raise it for the data set); a claim whose runs are not configured is "
-        "**not run**\n"
+        "cap or ccp.max_subproblems: raise it for the data set), the 2-D proof of concept's seeds by the same rule "
+        "(poc.max_epochs, poc.max_subproblems); a claim whose runs are not configured is **not run**\n"
+        "- **fragile**: a reproduced or contradicted verdict whose sign flips (or reaches 0) when any one fold (2-D: "
+        "seed) is left out in turn, or whose P@1 difference has the other sign; the verdict keeps its rule, the mark "
+        "says it hangs on one fold or on the metric (column *leave one out, P@1*)\n"
+        "- *the arms differ in*: the recorded settings of the two runs that differ (pipeline/runs.py run_record); "
+        "for a method family's runs, the variant\n"
         "- the papers measured these claims on CUB200 / Cars196 / SOP / In-shop (and MNIST for the 2-D case); a "
         "verdict here is about this data set and these settings, not about theirs\n\n"
         f"**{summary}** of {len(table)} claims; after Holm's adjustment **{summary_holm}**.\n\n"
@@ -162,6 +173,11 @@ def write_budgets(params, inputs: ReportInputs, out: Path, context: str) -> None
         "(epoch 0); named in the claims they take part in, which are measured again without them\n"
         "- the curves: [figures/validation_curves.png](figures/validation_curves.png)\n\n"
         + budgets.budget_markdown(models, inputs.patience, inputs.max_epochs)
+        + "\n## The 2-D proof of concept (CCP Fig. 2): where each seed stopped\n\n"
+        f"The same rule with poc.max_epochs {params.poc.max_epochs}, poc.max_subproblems {params.poc.max_subproblems} "
+        f"and train.patience {params.train.patience}; a claim with more than one seed of a variant cut while "
+        "improving is not tested ([claims.md](claims.md)).\n\n"
+        + budgets.poc_markdown(inputs.poc)
         + "\n## Would a shorter patience have changed what was kept?\n\n"
         "A model's training does not depend on its patience, only where it stops, so early stopping with a "
         "shorter patience can be replayed on each logged curve (with the CCP / PROFS stopping points): how many "
