@@ -99,7 +99,8 @@ def test_representatives_are_the_anchors_against_the_examples(profs_setup):
     x, y = data.train.tensors[0][batch], torch.as_tensor(data.train_labels[batch])
     emb = model(x)
     reps = torch.arange(len(y)) % params.train.images_per_class == 0
-    expected = objective.loss(emb[reps], y[reps], ref_emb=emb[~reps], ref_labels=y[~reps])
+    expected = objective(emb[reps], y[reps], ref_emb=emb[~reps], ref_labels=y[~reps])  # MS mines these pairs
+    assert type(objective.miner).__name__ == "MultiSimilarityMiner"
     assert torch.equal(objective.batch_loss(model, x, y), expected)
 
 
@@ -174,7 +175,30 @@ def test_plain_variant_is_the_ordinary_loss(profs_setup):
     params, data, model = profs_setup
     objective = make_objective(params, data, model, "plain")
     x, y = data.train.tensors[0][:8], torch.as_tensor(data.train_labels[:8])
-    assert torch.equal(objective.batch_loss(model, x, y), objective.loss(model(x), y))
+    emb = model(x)
+    mined = objective.loss(emb, y, objective.miner(emb, y))  # the ordinary MS loss with its own mining
+    assert torch.equal(objective.batch_loss(model, x, y), mined)
+
+
+@pytest.mark.parametrize("reducer,expected", [("mean", "MeanReducer"), ("library", "AvgNonZeroReducer")])
+def test_profs_losses_are_the_papers(tiny_dict, reducer, expected):
+    """Triplet on squared Euclidean distances (eq. 3.3) with FaceNet's margin, eq. 3.1's mean over the tuples
+    (profs.reducer), MS with its own mining."""
+    from pytorch_metric_learning import miners
+
+    params = params_from_dict(merge(tiny_dict, {"profs": {"reducer": reducer}}))
+    triplet = PROFSObjective(params.profs, "triplet", "plain", 4, 8, 8, 4)
+    assert (triplet.loss.distance.power, triplet.loss.margin) == (2, 0.2)
+    assert type(triplet.loss.reducer).__name__ == expected
+    contrastive = PROFSObjective(params.profs, "contrastive", "plain", 4, 8, 8, 4)
+    assert {type(r).__name__ for r in contrastive.loss.reducer.reducers.values()} == {expected}
+    a, p, n = torch.tensor([[0.0, 0.0]]), torch.tensor([[0.3, 0.4]]), torch.tensor([[0.6, 0.0]])
+    emb, labels = torch.cat([a, p, n]), torch.tensor([0, 0, 1])
+    # the one triplet (0, 1, 2): [0.25 - 0.36 + 0.2]_+ = 0.09 on squared distances
+    got = triplet.loss(emb, labels, (torch.tensor([0]), torch.tensor([1]), torch.tensor([2])))
+    assert float(got) == pytest.approx(0.09)
+    ms = PROFSObjective(params.profs, "ms", "plain", 4, 8, 8, 4)
+    assert isinstance(ms.miner, miners.MultiSimilarityMiner) and ms.miner.epsilon == 0.1
 
 
 @pytest.mark.parametrize(

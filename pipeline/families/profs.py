@@ -48,6 +48,12 @@ class PROFSConfig(MethodConfig):
     hard_classes: int = Field(1, ge=1)
     # contrastive/triplet/margin: as many hard negatives as positives per anchor (section 5.3), or all pairs
     pair_sampling: Literal["one_negative_per_positive", "all"] = "one_negative_per_positive"
+    # MS keeps its own pair mining (Wang et al. eq. 3-4; section 5.3 changes only the pairing) in every variant:
+    # the miner's epsilon, or null for none
+    ms_miner_epsilon: float | None = Field(0.1, ge=0.0)
+    # contrastive, triplet, MS: eq. 3.1's mean over the tuples; avg_nonzero: over the non-zero terms; library:
+    # pytorch-metric-learning's default per loss (contrastive, triplet: non-zero terms)
+    reducer: Literal["mean", "avg_nonzero", "library"] = "mean"
     # learning rate of the loss's own parameters (SoftTriple's centres)
     loss_lr: float = Field(1e-2, gt=0.0)
     # the PROFS family's budget (plain included), 0 = train.max_epochs / train.patience; the real-data
@@ -57,7 +63,7 @@ class PROFSConfig(MethodConfig):
     # each loss's settings, in the baselines' schemas (PROFS eq. 4.6 margins for contrastive; SoftTriple
     # without the centre regulariser, tau = 0, as in the PROFS paper's use)
     contrastive: ContrastiveLossParams = field(default_factory=lambda: ContrastiveLossParams(neg_margin=0.8))
-    triplet: TripletLossParams = field(default_factory=lambda: TripletLossParams(margin=0.1))
+    triplet: TripletLossParams = field(default_factory=lambda: TripletLossParams(margin=0.2, squared=True))
     margin: MarginLossParams = field(default_factory=lambda: MarginLossParams(learn_beta=False))
     ms: MultiSimilarityLossParams = field(default_factory=lambda: MultiSimilarityLossParams(beta=50.0))
     lifted: GeneralizedLiftedLossParams = field(default_factory=lambda: GeneralizedLiftedLossParams(embedding_reg=0.0))

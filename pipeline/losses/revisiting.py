@@ -33,20 +33,28 @@ class ContrastiveLossParams:
 
 @register_loss(ContrastiveLossParams, xbm=True)
 def contrastive(cfg, ctx):
-    from pytorch_metric_learning import losses
+    """The library reduces the positive and the negative terms apart (by default each over its non-zero terms)."""
+    from pytorch_metric_learning import losses, reducers
 
-    from pipeline.losses.modules.pair_losses import euclidean
+    from pipeline.losses.modules.pair_losses import euclidean, reducer_kwargs
 
-    return losses.ContrastiveLoss(pos_margin=cfg.pos_margin, neg_margin=cfg.neg_margin, distance=euclidean())
+    return losses.ContrastiveLoss(
+        pos_margin=cfg.pos_margin,
+        neg_margin=cfg.neg_margin,
+        distance=euclidean(),
+        **reducer_kwargs(ctx.reducer, reducers.AvgNonZeroReducer),
+    )
 
 
 @section
 class TripletLossParams:
-    """Triplet (Revisiting eq. 2): [d(a,p) - d(a,n) + gamma]_+ (Euclidean), every triplet of the batch unless a
-    miner picks them; CCP's reductions (release: mean over the non-zero terms) apply."""
+    """Triplet (Revisiting eq. 2): [d(a,p) - d(a,n) + gamma]_+ on Euclidean distances, or on squared ones with
+    `squared` (FaceNet; PROFS eq. 3.3), every triplet of the batch unless a miner picks them; CCP's reductions
+    (release: mean over the non-zero terms) apply."""
 
     name: Literal["triplet"] = "triplet"
     margin: float = Field(0.2, ge=0.0)
+    squared: bool = False
 
 
 @register_loss(TripletLossParams, xbm=True)
@@ -56,7 +64,9 @@ def triplet(cfg, ctx):
     from pipeline.losses.modules.pair_losses import AllTripletMarginLoss, euclidean, reducer_kwargs
 
     return AllTripletMarginLoss(
-        margin=cfg.margin, distance=euclidean(), **reducer_kwargs(ctx.reducer, reducers.AvgNonZeroReducer)
+        margin=cfg.margin,
+        distance=euclidean(power=2 if cfg.squared else 1),
+        **reducer_kwargs(ctx.reducer, reducers.AvgNonZeroReducer),
     )
 
 

@@ -34,7 +34,11 @@ nearest pair of centres.
 
 Contrastive, triplet and margin pair each anchor with as many hard negatives as
 it has positives (section 5.3, ``profs.pair_sampling``; the same mining in all
-three variants, so the plain baseline is mined alike).
+three variants, so the plain baseline is mined alike). MS keeps its own pair
+mining (``profs.ms_miner_epsilon``, Wang et al. eq. 3-4), in every variant too. The
+losses are as the PROFS paper writes them, where the library's defaults differ:
+triplet on squared distances (eq. 3.3, FaceNet's margin 0.2), the mean over the
+tuples (eq. 3.1, ``profs.reducer``; the library averages over the non-zero terms).
 
 Variants: ``plain`` (the same loss on ordinary batches, the baseline),
 ``profs`` and ``profs_hncm``.
@@ -54,7 +58,7 @@ import math
 import numpy as np
 import torch
 import torch.nn.functional as F
-from pytorch_metric_learning import losses
+from pytorch_metric_learning import losses, miners
 
 from pipeline.families.profs import LOSSES, VARIANTS
 from pipeline.losses import LossContext, build_loss
@@ -129,7 +133,7 @@ def build_profs_loss(name: str, cfg, num_classes: int = 0, embedding_dim: int = 
         return RepresentativeNPairLoss()
     if name not in LOSSES:
         raise ValueError(f"unknown PROFS loss {name!r} (valid: {', '.join(LOSSES)})")
-    return build_loss(getattr(cfg, name), LossContext(num_classes, embedding_dim))
+    return build_loss(getattr(cfg, name), LossContext(num_classes, embedding_dim, reducer=cfg.reducer))
 
 
 def build_objective(params, loss: str, variant: str, num_classes: int, embedding_dim: int) -> PROFSObjective:
@@ -150,10 +154,14 @@ class PROFSObjective(Objective):
         if variant not in VARIANTS:
             raise ValueError(f"unknown PROFS variant {variant!r} (valid: {', '.join(VARIANTS)})")
         criterion = build_profs_loss(loss, cfg, num_classes, embedding_dim)
-        mined = loss in MINED_LOSSES and cfg.pair_sampling == "one_negative_per_positive"
+        if loss in MINED_LOSSES and cfg.pair_sampling == "one_negative_per_positive":
+            miner = OneNegativePerPositiveMiner(distance=criterion.distance)
+        else:
+            mine_ms = loss == "ms" and cfg.ms_miner_epsilon is not None
+            miner = miners.MultiSimilarityMiner(epsilon=cfg.ms_miner_epsilon) if mine_ms else None
         super().__init__(
             criterion,
-            miner=OneNegativePerPositiveMiner(distance=criterion.distance) if mined else None,
+            miner=miner,
             lr=cfg.loss_lr if loss == "softtriple" else None,
         )
         self.cfg, self.variant, self.num_classes = cfg, variant, num_classes

@@ -72,9 +72,10 @@ class PerAnchorSumReducer(reducers.MeanReducer):
     pos_pair_reduction = neg_pair_reduction = triplet_reduction = element_reduction
 
 
-def euclidean():
-    """Euclidean distance on the embeddings as the model normalised them (no second normalisation)."""
-    return distances.LpDistance(normalize_embeddings=False, p=2, power=1)
+def euclidean(power: int = 1):
+    """Euclidean distance (squared with power 2) on the embeddings as the model normalised them (no second
+    normalisation)."""
+    return distances.LpDistance(normalize_embeddings=False, p=2, power=power)
 
 
 def similarity(name: str):
