@@ -345,7 +345,7 @@ def fragility(row) -> str:
     unit = "seed" if row.compared_over == "poc seeds" else "fold"
     flips = str(row.sign_flips_without or "").split()
     out = [
-        ", ".join(f"sign flips without {unit} {u}" for u in flips)
+        f"sign flips without {unit} {' or '.join(flips)}"
         if flips
         else (f"sign holds leaving any {unit} out" if row.folds >= 3 else f"too few {unit}s to leave one out")
     ]

@@ -1,0 +1,27 @@
+"""Words no stronger than the numbers: the verdicts docs/results.md states are the committed claims table's."""
+
+import pandas as pd
+
+from tests.conftest import ROOT
+
+SECTION = "## The digit default's verdicts"
+
+
+def stated_verdicts() -> pd.DataFrame:
+    """The table of docs/results.md's verdict section: claim, verdict (with "fragile"), Holm."""
+    text = (ROOT / "docs" / "results.md").read_text()
+    assert SECTION in text, f"docs/results.md: no section {SECTION!r}"
+    body = text.split(SECTION, 1)[1].split("\n## ", 1)[0]
+    rows = [line.strip("|").split("|") for line in body.splitlines() if line.startswith("| ") and "---" not in line]
+    cells = [[c.strip() for c in row] for row in rows[1:]]  # the first row is the header
+    return pd.DataFrame({"claim": [c[0] for c in cells], "verdict": [c[2] for c in cells], "holm": [c[3] for c in cells]})
+
+
+def test_docs_state_the_committed_verdicts():
+    claims = pd.read_csv(ROOT / "reports" / "claims.csv", keep_default_na=False)
+    stated = stated_verdicts()
+    assert stated.claim.tolist() == claims.claim.tolist()
+    for (_, s), (_, c) in zip(stated.iterrows(), claims.iterrows()):
+        expected = f"**{c.verdict}**" + (" (fragile)" if str(c.fragile) == "True" else "")
+        assert s.verdict == expected, c.claim
+        assert s.holm == c.verdict_holm, c.claim
