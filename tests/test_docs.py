@@ -14,7 +14,9 @@ def stated_verdicts() -> pd.DataFrame:
     body = text.split(SECTION, 1)[1].split("\n## ", 1)[0]
     rows = [line.strip("|").split("|") for line in body.splitlines() if line.startswith("| ") and "---" not in line]
     cells = [[c.strip() for c in row] for row in rows[1:]]  # the first row is the header
-    return pd.DataFrame({"claim": [c[0] for c in cells], "verdict": [c[2] for c in cells], "holm": [c[3] for c in cells]})
+    return pd.DataFrame(
+        {"claim": [c[0] for c in cells], "verdict": [c[2] for c in cells], "holm": [c[3] for c in cells]}
+    )
 
 
 def test_docs_state_the_committed_verdicts():
