@@ -39,6 +39,7 @@ from pathlib import Path
 import numpy as np
 
 from pipeline.config import Params, ParamsError, SearchDim, dotted, params_from_dict, to_dict
+from pipeline.infra.parallel import Workers
 from pipeline.infra.runtime import derive_seed
 from pipeline.runs import all_runs, run_config, run_train_config
 
@@ -132,8 +133,9 @@ class TrialResult:
 
 
 def holds_under(trial, cap: int) -> bool:
-    """A completed trial measures the same under epoch cap `cap` (module docstring)."""
-    attrs = trial.user_attrs
+    """A completed trial (an Optuna trial, or a row of `completed_trials`) measures the same under epoch cap `cap`
+    (module docstring)."""
+    attrs = trial if isinstance(trial, dict) else trial.user_attrs
     if "max_epochs" not in attrs:
         return False  # recorded before caps were: cannot tell
     return attrs["max_epochs"] == cap or (not attrs["capped"] and attrs["epochs_run"] <= cap)
@@ -207,13 +209,58 @@ def completed_trials(study) -> list[dict]:
     ]
 
 
+def finished_study(
+    folder: Path, params: Params, run: str, inherited: dict[str, float] | None = None
+) -> tuple[str, list[dict]] | None:
+    """The name and the `tune.trials` trials of `run`'s study kept in `folder` as ``<study name>.json`` (a record
+    of stages/tune.py) when they are what `run_study` would give now, else None: the same study name (every setting
+    that changes what a trial measures), at least that many trials (trial n depends only on the trials before it,
+    so a longer study's first trials are the shorter one) and the epoch cap rule of `run_study` (module docstring)."""
+    from pipeline.infra.errors import PipelineError
+    from pipeline.infra.io import read_json
+
+    cap = run_train_config(params, run).max_epochs
+    name = study_name(params, run, inherited)
+    for candidate in (name, f"{name}-epochs{cap}"):
+        path = folder / f"{candidate}.json"
+        if not path.is_file():
+            continue
+        try:
+            record = read_json(path)
+            history = record["history"]
+        except (ValueError, KeyError, TypeError) as err:
+            raise PipelineError(
+                f"{path}: not a finished study's record ({err}); delete it to run the study again"
+            ) from err
+        if len(history) < params.tune.trials:
+            continue
+        if candidate == name and not all(holds_under(t, cap) for t in history):
+            continue
+        return candidate, history[: params.tune.trials]
+    return None
+
+
+def study_record(base: dict, name: str, history: list[dict]) -> dict:
+    """`base` (a run's record: space, inherited values) with study `name`'s trials and its best one (the first of
+    equal ones): the values the run trains at are the inherited ones and the best trial's."""
+    best = max(history, key=lambda t: t["val_map_at_r"])
+    return {
+        **base,
+        "study": name,
+        "trials": len(history),
+        "values": {**base["inherited"], **best["values"]},
+        "best_trial": best["trial"],
+        "best_val_map_at_r": best["val_map_at_r"],
+        "history": history,
+    }
+
+
 def validation_objective(
-    params: Params, run: str, data: str, features: str
+    params: Params, run: str, data: str, features: str, workers: Workers
 ) -> Callable[[dict[str, float]], TrialResult]:
     """The trial objective: mean over the MLRC folds of the best validation MAP@R of `run` trained at the
-    trial's values with the first replicate seed, the folds in `train.workers` processes; no test class is used."""
-    from pipeline.infra.parallel import run_jobs
-    from pipeline.infra.runtime import train_workers
+    trial's values with the first replicate seed, the folds in `workers` (processes kept across the trials and
+    studies of the tune stage); no test class is used."""
     from pipeline.jobs import FoldJob
     from pipeline.worker import run_fold_job
 
@@ -223,9 +270,7 @@ def validation_objective(
             FoldJob(tuned, run, fold, data, features, seed=params.experiment.seeds[0], test=False)
             for fold in params.experiment.folds
         ]
-        outcomes = run_jobs(
-            run_fold_job, jobs, train_workers(params.train), params.train.threads_per_worker, desc=f"{run} trial"
-        )
+        outcomes = workers.run(run_fold_job, jobs, desc=f"{run} trial")
         return TrialResult(
             float(np.mean([o.best_val_map_at_r for o in outcomes])),
             max(len(o.history) - 1 for o in outcomes),

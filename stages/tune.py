@@ -7,8 +7,15 @@ resuming proposes what an uninterrupted study would, pipeline/tuning.py) is comp
 `tune.trials` trials; the best trial's values, with those the run inherits (`tune.inherit`), go to
 `<out>/<run>.json`, the one file the run's train stage reads and depends on (so only a change of values
 retrains it). A run without a space trains at the values it inherits, or at params.yaml's (`tune.trials: 0`,
-the default, keeps today's behaviour). `<records>/<run>.json` holds the search space, the inherited values,
+the digit default, keeps today's behaviour). `<records>/<run>.json` holds the search space, the inherited values,
 the best trial and every trial (the report's table and optimisation-history figure).
+
+Progress that survives the machine: as soon as a study finishes, its record is also written to
+`<finished>/<study name>.json` (dvc.yaml: `studies/<data.name>/`, tracked in git, a few kilobytes), and a study
+whose record is there is not run again (pipeline/tuning.py finished_study). A long tune (the emoji default's 22
+studies) can be stopped at any point, its finished studies committed, and taken up on another machine; only the
+study in progress is lost there (here its journal resumes it). The fold models of every trial train in one set of
+worker processes kept for the whole stage (pipeline/infra/parallel.py Workers).
 """
 
 import logging
@@ -16,13 +23,23 @@ from pathlib import Path
 
 from pipeline.config import to_dict
 from pipeline.infra.io import atomic_path, write_json
-from pipeline.tuning import apply_values, completed_trials, run_study, tuning_order, validation_objective
+from pipeline.infra.parallel import Workers
+from pipeline.infra.runtime import train_workers
+from pipeline.tuning import (
+    apply_values,
+    completed_trials,
+    finished_study,
+    run_study,
+    study_record,
+    tuning_order,
+    validation_objective,
+)
 from stages._common import run
 
 log = logging.getLogger("stages.tune")
 
 
-def record(params, name: str, inherited: dict, studies: Path, data: str, features: str) -> dict:
+def record(params, name: str, inherited: dict, args, workers: Workers) -> dict:
     space = params.tune.spaces.get(name, {})
     base = {
         "run": name,
@@ -37,6 +54,10 @@ def record(params, name: str, inherited: dict, studies: Path, data: str, feature
     if not (params.tune.trials and space):
         return base
     fixed = apply_values(params, inherited, source=f"values {name} inherits") if inherited else params
+    finished = Path(args.finished)
+    if (kept := finished_study(finished, fixed, name, inherited)) is not None:
+        log.info("%s: study %s finished (%s/%s.json): not run again", name, kept[0], finished, kept[0])
+        return study_record(base, *kept)
     log.info(
         "%s: %d trials over %s%s",
         name,
@@ -47,38 +68,29 @@ def record(params, name: str, inherited: dict, studies: Path, data: str, feature
     study = run_study(
         fixed,
         name,
-        validation_objective(fixed, name, data, features),
-        studies / f"{name}.journal",
+        validation_objective(fixed, name, args.data, args.features, workers),
+        Path(args.studies) / f"{name}.journal",
         params.tune.trials,
         progress=lambda n, values, value: log.info("%s: trial %d validation MAP@R %.4f at %s", name, n, value, values),
         inherited=inherited,
     )
-    history = completed_trials(study)
-    best = max(history, key=lambda t: t["val_map_at_r"])  # the first of equal ones
-    return {
-        **base,
-        "study": study.study_name,
-        "trials": len(history),
-        "values": {**inherited, **best["values"]},
-        "best_trial": best["trial"],
-        "best_val_map_at_r": best["val_map_at_r"],
-        "history": history,
-    }
+    done = study_record(base, study.study_name, completed_trials(study))
+    write_json(finished / f"{study.study_name}.json", done)  # at once: a later interruption keeps this study
+    return done
 
 
 def main(params, args):
-    studies = Path(args.studies)
-    studies.mkdir(parents=True, exist_ok=True)
+    Path(args.studies).mkdir(parents=True, exist_ok=True)
     records: dict[str, dict] = {}
-    for name in tuning_order(params):  # a run's source first: its values are fixed in the run's study
-        source = params.tune.inherit.get(name)
-        inherited = records[source]["values"] if source else {}
-        records[name] = record(params, name, inherited, studies, args.data, args.features)
-    records = list(records.values())
+    with Workers(train_workers(params.train), params.train.threads_per_worker) as workers:  # across all trials
+        for name in tuning_order(params):  # a run's source first: its values are fixed in the run's study
+            source = params.tune.inherit.get(name)
+            inherited = records[source]["values"] if source else {}
+            records[name] = record(params, name, inherited, args, workers)
     with atomic_path(args.out) as out, atomic_path(args.records) as full:
         for folder in (out, full):
             folder.mkdir()
-        for r in records:
+        for r in records.values():
             write_json(out / f"{r['run']}.json", {"run": r["run"], "values": r["values"]})
             write_json(full / f"{r['run']}.json", r)
 
@@ -87,6 +99,12 @@ def configure(p):
     p.add_argument("--data", default="data/prepared")
     p.add_argument("--features", default="data/features")
     p.add_argument("--studies", default="data/tune", help="folder of Optuna journal files, one per tuned run")
+    p.add_argument(
+        "--finished",
+        default="studies",
+        help="folder of finished studies' records, one <study name>.json each, kept in git (read before a study "
+        "runs, written as soon as it finishes)",
+    )
     p.add_argument("--out", default="data/tuned", help="folder of the values each run trains at, one JSON per run")
     p.add_argument(
         "--records",

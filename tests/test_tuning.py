@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import shutil
 
 import numpy as np
 import pandas as pd
@@ -132,6 +133,40 @@ def test_a_new_epoch_cap_reruns_only_the_studies_it_alters(tune_params, tmp_path
     assert run_study(with_cap(tune_params, 60), "ms", bowl, cut, trials=2).study_name == first.study_name
 
 
+def test_a_finished_study_is_taken_from_its_record_only_when_it_is_what_the_study_would_give(tune_params, tmp_path):
+    """finished_study follows run_study's rules: the same study name, enough trials (a longer study's first trials
+    are the shorter study, trial for trial), the epoch cap rule; an unreadable record names its file."""
+    from pipeline.infra.errors import PipelineError
+    from pipeline.infra.io import write_json
+    from pipeline.tuning import finished_study, study_record
+
+    def asking(params, trials: int, cap: int = 60):
+        return dataclasses.replace(with_cap(params, cap), tune=dataclasses.replace(params.tune, trials=trials))
+
+    study = run_study(asking(tune_params, 5), "ms", lambda v: bowl(v, 40), tmp_path / "a.journal", trials=5)
+    base = {"run": "ms", "inherited": {}}
+    write_json(
+        tmp_path / "kept" / f"{study.study_name}.json", study_record(base, study.study_name, completed_trials(study))
+    )
+    assert finished_study(tmp_path / "kept", asking(tune_params, 5), "ms") == (
+        study.study_name,
+        completed_trials(study),
+    )
+    shorter = run_study(asking(tune_params, 3), "ms", lambda v: bowl(v, 40), tmp_path / "b.journal", trials=3)
+    assert finished_study(tmp_path / "kept", asking(tune_params, 3), "ms") == (
+        study.study_name,
+        completed_trials(shorter),
+    )
+    assert finished_study(tmp_path / "kept", asking(tune_params, 7), "ms") is None  # two trials short
+    assert finished_study(tmp_path / "kept", asking(tune_params, 5, cap=30), "ms") is None  # trained beyond the cap
+    assert finished_study(tmp_path / "kept", asking(tune_params, 5, cap=200), "ms") is not None  # stopped below it
+    other = dataclasses.replace(tune_params, seed=tune_params.seed + 1)
+    assert finished_study(tmp_path / "kept", asking(other, 5), "ms") is None  # another study
+    (tmp_path / "kept" / f"{study.study_name}.json").write_text("{")
+    with pytest.raises(PipelineError, match=f"{study.study_name}.json: not a finished study's record"):
+        finished_study(tmp_path / "kept", asking(tune_params, 5), "ms")
+
+
 def test_changed_settings_start_a_new_study_and_more_trials_continue_one(tune_params):
     more = dataclasses.replace(tune_params, tune=dataclasses.replace(tune_params.tune, trials=50))
     assert study_name(more, "ms") == study_name(tune_params, "ms")
@@ -205,6 +240,8 @@ def test_the_tune_stage_records_every_run_and_train_applies_the_best_values(tmp_
         features,
         "--studies",
         tmp_path / "studies",
+        "--finished",
+        tmp_path / "finished",
         "--out",
         tuned,
         "--records",
@@ -239,6 +276,16 @@ def test_the_tune_stage_records_every_run_and_train_applies_the_best_values(tmp_
     again = run_stage("tune", params, *map(str, tune_args))
     assert again.returncode == 0 and "validation MAP@R" not in again.stderr and read_json(records / "ms.json") == ms
     assert read_json(records / "c2_ccp.json") == ccp
+    # each finished study's record is kept under its study name: on another machine (no journal) none runs again
+    assert sorted(p.name for p in (tmp_path / "finished").iterdir()) == sorted(
+        f"{r['study']}.json" for r in (ms, batch, ccp)
+    )
+    assert read_json(tmp_path / "finished" / f"{ms['study']}.json") == ms
+    shutil.rmtree(tmp_path / "studies")
+    elsewhere = run_stage("tune", params, *map(str, tune_args))
+    assert elsewhere.returncode == 0, elsewhere.stderr
+    assert "validation MAP@R" not in elsewhere.stderr and "finished" in elsewhere.stderr
+    assert [read_json(records / f"{r}.json") for r in ("ms", "c2_batch", "c2_ccp")] == [ms, batch, ccp]
     done = run_stage(
         "train",
         params,
