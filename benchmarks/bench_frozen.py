@@ -249,6 +249,55 @@ def reference_loop(params, method, features, rows, epochs: int) -> dict:
     return {"run": f"{method} (plain loop)", "epochs": epochs, "epoch": 1e3 * np.mean(walls[1:])}
 
 
+def stage_overhead(params_file: str | None, run: str, data: str, features: str) -> None:
+    """A train stage's CPU-seconds (process and its workers, `python -m stages.train` as dvc.yaml runs it) against
+    its models' own fits (pipeline.training.fit timed here, in one warm process, the same models): the rest is
+    process start, imports, the test embeddings and evaluation, writing."""
+    import json
+    import resource
+    import subprocess
+    import sys
+    import tempfile
+
+    from pipeline.config import load_params
+    from pipeline.runs import model_ids
+    from pipeline.tuning import apply_values
+
+    params_file = params_file or "params.yaml"
+    tuned = Path("data/tuned") / f"{run}.json"
+    params = load_params(params_file)
+    if tuned.is_file():
+        params = apply_values(params, json.loads(tuned.read_text())["values"], source=str(tuned))
+    with tempfile.TemporaryDirectory() as tmp:
+        cmd = [sys.executable, "-m", "stages.train", "--params", params_file, "--method", run, "--data", data]
+        cmd += ["--features", features, "--out", f"{tmp}/models", "--train-logs", f"{tmp}/logs"]
+        cmd += ["--tuned", str(tuned)] if tuned.is_file() else []
+        before, start = resource.getrusage(resource.RUSAGE_CHILDREN), time.perf_counter()
+        subprocess.run(cmd, check=True, stderr=subprocess.DEVNULL)
+        wall, after = time.perf_counter() - start, resource.getrusage(resource.RUSAGE_CHILDREN)
+    stage_cpu = (after.ru_utime + after.ru_stime) - (before.ru_utime + before.ru_stime)
+    fits, fit = [], training.fit
+
+    def timed_fit(*args, **kwargs):
+        start = time.process_time()
+        try:
+            return fit(*args, **kwargs)
+        finally:
+            fits.append(time.process_time() - start)
+
+    training.fit = timed_fit
+    import pipeline.experiment as experiment
+
+    experiment.fit = timed_fit
+    manifest, cache = read_manifest(data), load_features(features)
+    for fold, seed in model_ids(params):
+        train_fold(params, run, fold, manifest, cache, torch.device("cpu"), seed, test=False)
+    print(
+        f"train stage {run}: {wall:.1f} s wall, {stage_cpu:.1f} CPU-s; its {len(fits)} fits {sum(fits):.1f} CPU-s; "
+        f"beyond the fits {stage_cpu - sum(fits):.1f} CPU-s ({100 * (1 - sum(fits) / stage_cpu):.1f}% of the stage)"
+    )
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--params", type=Path, help="a composed params file (default: conf/ composed here)")
@@ -257,8 +306,11 @@ def main():
     parser.add_argument("--runs", nargs="+", default=["ms", "c2_ccp", "ms_profs"])
     parser.add_argument("--epochs", type=int, default=24)
     parser.add_argument("--no-reference", dest="reference", action="store_false")
+    parser.add_argument("--stage", metavar="RUN", help="instead: a train stage's CPU time beyond its models' fits")
     args = parser.parse_args()
     torch.set_num_threads(1)
+    if args.stage:
+        return stage_overhead(args.params and str(args.params), args.stage, args.data, args.features)
     if args.params:
         raw = OmegaConf.to_container(OmegaConf.load(args.params))
     else:

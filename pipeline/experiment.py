@@ -14,7 +14,6 @@ from torch.utils.data import TensorDataset
 from pipeline.config import Params, to_dict
 from pipeline.data.images import ManifestImages
 from pipeline.data.manifest import Manifest, read_manifest
-from pipeline.evaluation.protocol import evaluate_embeddings
 from pipeline.features import FeatureCache
 from pipeline.infra.download import download_folder
 from pipeline.infra.io import write_json
@@ -180,11 +179,13 @@ def train_and_save(job: FoldJob) -> FoldOutcome:
                 "train": to_dict(run_train_config(params, job.method)),
             },
         )
-    metrics = (
-        evaluate_embeddings(result.test_embeddings, result.test_labels, params.eval, params.seed, result.test_query)
-        if job.evaluate
-        else None
-    )
+    metrics = None
+    if job.evaluate:  # imported here: the evaluation's scikit-learn is a third of a train worker's imports
+        from pipeline.evaluation.protocol import evaluate_embeddings
+
+        metrics = evaluate_embeddings(
+            result.test_embeddings, result.test_labels, params.eval, params.seed, result.test_query
+        )
     return FoldOutcome(
         result.fit.history,
         result.diagnostics,
