@@ -74,7 +74,8 @@ def record(params, name: str, inherited: dict, args, workers: Workers) -> dict:
         progress=lambda n, values, value: log.info("%s: trial %d validation MAP@R %.4f at %s", name, n, value, values),
         inherited=inherited,
     )
-    done = study_record(base, study.study_name, completed_trials(study))
+    # the first tune.trials trials: a journal that ran more (trials lowered since) still gives this study
+    done = study_record(base, study.study_name, completed_trials(study)[: params.tune.trials])
     write_json(finished / f"{study.study_name}.json", done)  # at once: a later interruption keeps this study
     return done
 

@@ -281,7 +281,16 @@ def test_the_tune_stage_records_every_run_and_train_applies_the_best_values(tmp_
         f"{r['study']}.json" for r in (ms, batch, ccp)
     )
     assert read_json(tmp_path / "finished" / f"{ms['study']}.json") == ms
+    # fewer trials asked of a longer study, without its record: its journal's first trials
+    (tmp_path / "finished").rename(tmp_path / "kept")
+    raw["tune"]["trials"] = 2
+    done = run_stage("tune", write_params(tmp_path / "fewer.yaml", raw), *map(str, tune_args))
+    assert done.returncode == 0 and "ms: trial" not in done.stderr, done.stderr
+    assert read_json(records / "ms.json")["history"] == ms["history"][:2]
+    # on another machine (no journal), with the records committed: no trial runs, the records are the same
     shutil.rmtree(tmp_path / "studies")
+    shutil.rmtree(tmp_path / "finished")
+    (tmp_path / "kept").rename(tmp_path / "finished")
     elsewhere = run_stage("tune", params, *map(str, tune_args))
     assert elsewhere.returncode == 0, elsewhere.stderr
     assert "validation MAP@R" not in elsewhere.stderr and "finished" in elsewhere.stderr
