@@ -20,6 +20,8 @@ shape and count through a DataLoader, validation MAP@R with its ``AccuracyCalcul
 
     python benchmarks/bench_frozen.py                                   # digit default: data/features, fold 0
     python benchmarks/bench_frozen.py --params P --features F --data D  # another default's features (emoji)
+    python benchmarks/bench_frozen.py --stage ms      # the ms train stage's CPU beyond its fits (params.yaml)
+    python benchmarks/bench_frozen.py --batched 8     # 8 heads as one computation: exact? how much faster?
 """
 
 from __future__ import annotations
@@ -298,6 +300,70 @@ def stage_overhead(params_file: str | None, run: str, data: str, features: str) 
     )
 
 
+def batched_bound(params, in_dim: int, models: int, steps: int = 200) -> None:
+    """What training `models` heads as one computation could gain, and whether it is exact: the run's head (its
+    shape from params) for `models` models stacked, forward through torch.baddbmm, a stand-in loss per model (the
+    mean log-sum-exp of the in-batch similarities), backward, one fused Adam step over the stacked weights; against
+    the same for each model apart (torch's Linear, its own Adam). Prints whether losses, gradients and updated
+    weights are bit-identical, and the milliseconds of a step of all models both ways, and of Adam alone."""
+    t = params.train
+    widths = [in_dim, t.head_hidden, t.embedding_dim] if t.head_hidden else [in_dim, t.embedding_dim]
+    batch = t.classes_per_batch * t.images_per_class
+    torch.manual_seed(0)
+    x = torch.randn(models, batch, in_dim)
+    shapes = [s for a, b in zip(widths, widths[1:]) for s in ((b, a), (b,))]
+    stacked = [torch.nn.Parameter(0.1 * torch.randn(models, *s)) for s in shapes]
+    apart = [[torch.nn.Parameter(p.detach()[m].clone()) for p in stacked] for m in range(models)]
+    optimisers = [torch.optim.Adam(stacked, lr=t.lr, fused=True)]
+    optimisers += [torch.optim.Adam(ps, lr=t.lr, fused=True) for ps in apart]
+
+    def head(ps, h, stack):
+        for i, (w, b) in enumerate(zip(ps[::2], ps[1::2])):
+            h = torch.baddbmm(b[:, None, :], h, w.transpose(1, 2)) if stack else torch.nn.functional.linear(h, w, b)
+            h = torch.relu(h) if i < len(ps) // 2 - 1 else h
+        return torch.nn.functional.normalize(h, dim=-1)
+
+    def step_stacked():
+        e = head(stacked, x, True)
+        loss = (e @ e.transpose(1, 2)).logsumexp(-1).mean(-1)
+        optimisers[0].zero_grad()
+        loss.sum().backward()
+        optimisers[0].step()
+        return loss.detach()
+
+    def step_apart():
+        out = []
+        for m, ps in enumerate(apart):
+            e = head(ps, x[m], False)
+            loss = (e @ e.T).logsumexp(-1).mean()
+            optimisers[m + 1].zero_grad()
+            loss.backward()
+            optimisers[m + 1].step()
+            out.append(loss.detach())
+        return torch.stack(out)
+
+    same = torch.equal(step_stacked(), step_apart())
+    same &= all(torch.equal(p.grad[m], q.grad) for m, ps in enumerate(apart) for p, q in zip(stacked, ps))
+    same &= all(torch.equal(p.detach()[m], q.detach()) for m, ps in enumerate(apart) for p, q in zip(stacked, ps))
+    seconds = {}
+    for name, fn in (
+        ("stacked step", step_stacked),
+        ("separate steps", step_apart),
+        ("stacked Adam", optimisers[0].step),
+        ("separate Adams", lambda: [o.step() for o in optimisers[1:]]),
+    ):
+        start = time.perf_counter()
+        for _ in range(steps):
+            fn()
+        seconds[name] = (time.perf_counter() - start) / steps
+    print(
+        f"{models} heads {' -> '.join(map(str, widths))}, batch {batch}: stacked bit-identical to separate "
+        f"(losses, gradients, Adam's update): {same}"
+    )
+    for name, s in seconds.items():
+        print(f"{name:16s} {1e3 * s:8.2f} ms for {models} models ({1e3 * s / models:.3f} ms a model)")
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--params", type=Path, help="a composed params file (default: conf/ composed here)")
@@ -307,6 +373,7 @@ def main():
     parser.add_argument("--epochs", type=int, default=24)
     parser.add_argument("--no-reference", dest="reference", action="store_false")
     parser.add_argument("--stage", metavar="RUN", help="instead: a train stage's CPU time beyond its models' fits")
+    parser.add_argument("--batched", metavar="M", type=int, help="instead: M heads as one computation (exact?)")
     args = parser.parse_args()
     torch.set_num_threads(1)
     if args.stage:
@@ -319,6 +386,8 @@ def main():
         raw = composed([])
     params = params_from_dict(fixed_epochs(raw, args.epochs))
     manifest, features = read_manifest(args.data), load_features(args.features)
+    if args.batched:
+        return batched_bound(params, features.features.shape[1], args.batched)
     rows = [bench_run(params, run, manifest, features, args.epochs) for run in args.runs]
     if args.reference:
         from pipeline.experiment import fold_rows
