@@ -206,6 +206,43 @@ class _ClockProxy:
         return getattr(_CLOCK[0], name)
 
 
+def arithmetic_floor(params, in_dim: int, validation_rows: int, repeats: int = 50) -> dict:
+    """The epoch's arithmetic without any framework: per step the head's matrix products forward and backward
+    (torch.addmm / mm on the batch) and Adam's fused update, and the validation fold through the head, all in the
+    process's (pinned) kernels; what no loop, loss or batching can go below."""
+    t = params.train
+    widths = [in_dim, t.head_hidden, t.embedding_dim] if t.head_hidden else [in_dim, t.embedding_dim]
+    batch = t.classes_per_batch * t.images_per_class
+    weights = [torch.nn.Parameter(0.1 * torch.randn(b, a)) for a, b in zip(widths, widths[1:])]
+    biases = [torch.nn.Parameter(torch.zeros(b)) for b in widths[1:]]
+    adam = torch.optim.Adam([*weights, *biases], lr=t.lr, fused=True)
+    x, val = torch.randn(batch, in_dim), torch.randn(validation_rows, in_dim)
+    for p in adam.param_groups[0]["params"]:
+        p.grad = torch.randn_like(p)
+
+    def products(h):
+        for w, b in zip(weights, biases):
+            out = torch.addmm(b, h, w.T)
+            out.T @ h, out @ w  # the weight and input gradients' products (a gradient of the output's shape)
+            h = out
+
+    def through(h):
+        for w, b in zip(weights, biases):
+            h = torch.addmm(b, h, w.T)
+
+    def clock(fn) -> float:
+        fn()
+        start = time.perf_counter()
+        for _ in range(repeats):
+            fn()
+        return (time.perf_counter() - start) / repeats
+
+    with torch.no_grad():
+        step = clock(lambda: products(x)) + clock(adam.step)
+        validation = clock(lambda: through(val))
+    return {"run": "arithmetic floor", "epoch": 1e3 * (t.steps_per_epoch * step + validation)}
+
+
 def reference_loop(params, method, features, rows, epochs: int) -> dict:
     """The plain pytorch-metric-learning loop (module docstring) for a baseline with a loss and a miner."""
     from pytorch_metric_learning import losses, miners, samplers
@@ -392,7 +429,9 @@ def main():
     if args.reference:
         from pipeline.experiment import fold_rows
 
-        rows.insert(1, reference_loop(params, args.runs[0], features, fold_rows(manifest, 0), args.epochs))
+        fold = fold_rows(manifest, 0)
+        rows.insert(1, reference_loop(params, args.runs[0], features, fold, args.epochs))
+        rows.append(arithmetic_floor(params, features.features.shape[1], len(fold[1])))
     t = params.train
     print(
         f"{features.features.shape[1]}-D features, head hidden {t.head_hidden} -> {t.embedding_dim}, "
