@@ -222,11 +222,11 @@ def embed(
 
 def epoch_batches(
     data: FoldData, cfg: TrainConfig, device: torch.device, objective: Objective, seed: int
-) -> DataLoader | FeatureBatches:
+) -> DataLoader:
     """The objective's own batches if it builds them, else classes_per_batch x images_per_class batches
     drawn by a generator seeded with `seed`; under DDP this rank's share of each. Cached features
-    (a TensorDataset) are indexed a batch at a time, one tensor operation instead of one per sample, without a
-    DataLoader (FeatureBatches); the batches are the same either way."""
+    (a TensorDataset) are indexed a batch at a time, one tensor operation instead of one per sample; the
+    batches are the same either way."""
     loading = _loading(data.train, cfg.num_workers, device, persistent=True)
     batches = objective.batch_sampler(data.train_labels, cfg, seed)
     if batches is None:
@@ -236,25 +236,11 @@ def epoch_batches(
     if distributed.world_size() > 1:
         batches = distributed.ShardedBatches(batches, distributed.rank(), distributed.world_size())
     if isinstance(data.train, TensorDataset):
-        return FeatureBatches(data.train, batches)
+        # still a DataLoader: each epoch its iterator draws a base seed from torch's global generator, and the
+        # methods that sample with that generator (distance-weighted mining) depend on that stream; a loop without
+        # it trained other Margin models (issue 48)
+        return DataLoader(data.train, sampler=batches, batch_size=None, **loading)
     return DataLoader(data.train, batch_sampler=batches, **loading)
-
-
-class FeatureBatches:
-    """An epoch's batches of cached features: each index batch of `sampler` taken from the tensors by one indexing
-    operation, drawn when it is asked for; what a DataLoader over the TensorDataset yields, without a
-    DataLoader's per-batch machinery (bench_frozen: a tenth of a frozen step)."""
-
-    def __init__(self, dataset: TensorDataset, sampler):
-        self.tensors, self.sampler = dataset.tensors, sampler
-
-    def __len__(self) -> int:
-        return len(self.sampler)
-
-    def __iter__(self) -> Iterator[tuple[torch.Tensor, ...]]:
-        for rows in self.sampler:
-            index = torch.as_tensor(rows, dtype=torch.int64)
-            yield tuple(t[index] for t in self.tensors)
 
 
 @dataclass
@@ -324,7 +310,7 @@ def prepare(
     cfg: TrainConfig,
     device: torch.device,
     batch_seed: int = 0,
-) -> tuple[Stepper, DataLoader | FeatureBatches, TrainContext]:
+) -> tuple[Stepper, DataLoader, TrainContext]:
     """Model and objective on `device` (channels-last on CUDA), the optimiser, the step, the batches of an epoch
     (seeded with `batch_seed`) and the hooks' context: everything `fit` trains with."""
     num_classes = len(np.unique(data.train_labels))
