@@ -107,7 +107,7 @@ def images(params, root: str) -> FoldData:
     rows = np.arange(len(manifest.table))
     labels = manifest.labels
     none = TensorDataset(torch.zeros(0, 1), torch.zeros(0))
-    transform = train_transform(params.backbone, params.train.augment_pad)
+    transform = train_transform(params.backbone, params.train.augment_pad, params.data.background)
     return FoldData(ManifestImages(manifest, rows, transform, labels), labels, none, labels[:0], none, labels[:0])
 
 

@@ -2,6 +2,7 @@
 
     dml embed MODEL IMAGES... --out embeddings.npz
     dml search MODEL --gallery IMAGES... --queries IMAGES... [-k 5] [--out results.csv] [--picture results.png]
+    dml experiments [--last 7]     (in the project: `dvc exp show` made readable; pipeline/reporting/experiments.py)
 
 IMAGES: image files or folders (searched recursively); for `search` also an .npz that `dml embed` wrote. Each
 image goes through the model's own preprocessing (the recipe inside the file: pipeline/models/export.py), so its
@@ -70,8 +71,8 @@ def embed_images(model, about: dict, files: list[Path], batch: int = 64) -> np.n
             try:
                 with Image.open(f) as image:
                     inputs.append(transform(image))
-            except (UnidentifiedImageError, OSError) as err:
-                raise UsageError(f"{f}: not a readable image ({type(err).__name__})") from None
+            except (UnidentifiedImageError, OSError, SyntaxError) as err:
+                raise UsageError(f"{f}: not a readable image ({type(err).__name__}: {err})") from None
         with torch.inference_mode():
             out.append(model(torch.stack(inputs)).float().numpy())
     return np.concatenate(out)
@@ -122,28 +123,32 @@ def cmd_search(args) -> None:
         }
     )
     write_text(args.out, table.to_csv(index=False, float_format="%.6g"))
+    counts = f"{int(same[:, 0].sum())} of {len(queries)} first matches in a folder of the query's name"
+    print(f"{args.out}: top-{args.k} of {len(gallery)} gallery images for {len(queries)} queries; {counts}")
     if args.picture:
-        search_picture(
+        shown = search_picture(
             (queries, query_classes), (gallery, gallery_classes), found, same, about, Path(args.picture), args.rows
         )
-    print(
-        f"{args.out}: top-{args.k} of {len(gallery)} gallery images for {len(queries)} queries; "
-        f"{int(same[:, 0].sum())} of {len(queries)} first matches in a folder of the query's name"
-    )
+        print(f"{args.picture}: {shown}")
 
 
-def search_picture(queries, gallery, found, same, about: dict, path: Path, rows: int) -> None:
-    """The first `rows` queries with their top-k (pipeline/reporting/pictures.py's grid), labelled by class folder
-    and framed by folder match when the queries' class folders are among the gallery's. `queries` and `gallery`:
-    (files, class folders)."""
+def search_picture(queries, gallery, found, same, about: dict, path: Path, rows: int) -> str:
+    """`rows` queries with their top-k (pipeline/reporting/pictures.py's grid), labelled by class folder and framed
+    by folder match when the queries' class folders are among the gallery's: the misses first (queries whose first
+    match lies in another folder), then the others, each group in command-line order. `queries` and `gallery`:
+    (files, class folders). Returns what the picture shows, in the console's words."""
     from pipeline.reporting.pictures import retrieval_figure
 
     (query_files, query_classes), (gallery_files, gallery_classes) = queries, gallery
-    shown = min(rows, len(query_files))
-    images = [*query_files[:shown], *gallery_files]
-    top = found[:shown] + shown  # gallery rows after the queries in `images`
-    names = dict(enumerate([*query_classes[:shown], *gallery_classes]))
-    classes_known = bool(set(query_classes[:shown]) & set(gallery_classes) - {""})
+    classes_known = bool(set(query_classes) & set(gallery_classes) - {""})
+    order = np.argsort(same[:, 0], kind="stable") if classes_known else np.arange(len(query_files))
+    chosen = order[: min(rows, len(query_files))]
+    shown, misses = len(chosen), int((~same[chosen, 0]).sum())
+    images = [*(query_files[i] for i in chosen), *gallery_files]
+    top = found[chosen] + shown  # gallery rows after the queries in `images`
+    names = dict(enumerate([*(query_classes[i] for i in chosen), *gallery_classes]))
+    counts = f"{int(same[:, 0].sum())} of {len(query_files)} first matches in a folder of the query's name"
+    what = f"{shown} queries, the {misses} misses first; {counts}" if classes_known else f"the first {shown} queries"
     retrieval_figure(
         f"{about['run']} ({about['model']})",
         images,
@@ -151,10 +156,17 @@ def search_picture(queries, gallery, found, same, about: dict, path: Path, rows:
         names,
         np.arange(shown),
         top,
-        same[:shown] if classes_known else None,
+        same[chosen] if classes_known else None,
         path,
-        queries_are="queries (classes: their class folders)",
+        heading=what if classes_known else None,
     )
+    return what
+
+
+def cmd_experiments(args) -> None:
+    from pipeline.reporting.experiments import experiments_table, shown_experiments
+
+    print(experiments_table(shown_experiments(args.repo), args.last))
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -173,9 +185,12 @@ def main(argv: list[str] | None = None) -> None:
     search.add_argument("--out", default="search.csv", help="the table to write (one row per query and rank)")
     search.add_argument("--picture", help="a PNG of the first --rows queries and their top-k")
     search.add_argument("--rows", type=int, default=8)
+    experiments = commands.add_parser("experiments", help="the params that vary and the headline metrics")
+    experiments.add_argument("--last", type=int, default=7, help="columns: the workspace, the commit, the newest rest")
+    experiments.add_argument("--repo", default=".", help="the project (default: here)")
     args = parser.parse_args(argv)
     try:
-        {"embed": cmd_embed, "search": cmd_search}[args.command](args)
+        {"embed": cmd_embed, "search": cmd_search, "experiments": cmd_experiments}[args.command](args)
     except (PipelineError, FileNotFoundError, ValueError) as err:
         print(f"error: {err}", file=sys.stderr)
         sys.exit(2)

@@ -63,9 +63,10 @@ def image_data(manifest: Manifest, params: Params, rows) -> FoldData:
     train, val, test = rows
     labels = manifest.labels
     remapped = np.unique(labels[train], return_inverse=True)[1]
-    plain = eval_transform(params.backbone)
+    plain = eval_transform(params.backbone, params.data.background)
+    augmented = train_transform(params.backbone, params.train.augment_pad, params.data.background)
     return FoldData(
-        ManifestImages(manifest, train, train_transform(params.backbone, params.train.augment_pad), remapped),
+        ManifestImages(manifest, train, augmented, remapped),
         remapped,
         ManifestImages(manifest, val, plain),
         labels[val],

@@ -48,12 +48,14 @@ class FeatureCache:
 def extract_features(
     manifest: Manifest,
     cfg: BackboneConfig,
+    background: str,
     device: torch.device,
     num_workers: int = 0,
     download_dir: str = "data/downloads",
     workers: int = 1,
 ) -> FeatureCache:
-    """Run the backbone (eval mode, eval transform) over every manifest row, in batches on `device`.
+    """Run the backbone (eval mode, eval transform; transparent images over `background`) over every manifest
+    row, in batches on `device`.
 
     On the CPU with `workers` > 1 the batches are shared round-robin among that many spawned processes of one
     thread each, every one with the parent's weights: a batch holds the same rows and meets the same kernels
@@ -69,11 +71,11 @@ def extract_features(
         from pipeline.infra.parallel import run_jobs
 
         weights = None if backbone is None else backbone.state_dict()
-        jobs = [(manifest, cfg, weights, batches[w::workers], download_dir) for w in range(workers)]
+        jobs = [(manifest, cfg, background, weights, batches[w::workers], download_dir) for w in range(workers)]
         parts = run_jobs(_embed_batches, jobs, workers, 1, desc=f"embed ({cfg.name}, {workers} processes)")
         chunks = [parts[b % workers][b // workers] for b in range(len(batches))]
     else:
-        chunks = _embed(backbone, manifest, cfg, batches, device, num_workers)
+        chunks = _embed(backbone, manifest, cfg, background, batches, device, num_workers)
     feats = np.concatenate(chunks).astype(np.float32)
     # the rate goes to the log only: a clock reading in the cache would make it differ on every run
     log.info(
@@ -93,12 +95,13 @@ def _embed(
     backbone,
     manifest: Manifest,
     cfg: BackboneConfig,
+    background: str,
     batches: list[np.ndarray],
     device: torch.device,
     num_workers: int = 0,
 ) -> list[np.ndarray]:
     """The features of each batch of manifest rows, in order."""
-    images = ManifestImages(manifest, np.concatenate(batches), eval_transform(cfg))
+    images = ManifestImages(manifest, np.concatenate(batches), eval_transform(cfg, background))
     sizes = [len(b) for b in batches]
     loader = DataLoader(
         images, batch_sampler=_consecutive(sizes), num_workers=num_workers, pin_memory=device.type == "cuda"
@@ -122,9 +125,9 @@ def _consecutive(sizes: list[int]) -> list[list[int]]:
 @torch.no_grad()
 def _embed_batches(job) -> list[np.ndarray]:
     """A worker of extract_features: the backbone with the parent's weights over its share of the batches."""
-    manifest, cfg, weights, batches, download_dir = job
+    manifest, cfg, background, weights, batches, download_dir = job
     backbone = build_backbone(cfg, download_dir)
     if backbone is not None:
         backbone.load_state_dict(weights)
         backbone.eval()
-    return _embed(backbone, manifest, cfg, batches, torch.device("cpu"))
+    return _embed(backbone, manifest, cfg, background, batches, torch.device("cpu"))

@@ -38,11 +38,11 @@ from functools import cached_property
 import numpy as np
 import torch
 from torch.utils.data import DataLoader, Dataset, TensorDataset
-from tqdm import tqdm
 
 from pipeline.config import TrainConfig
 from pipeline.evaluation.retrieval import map_at_r
 from pipeline.infra import distributed
+from pipeline.infra.console import note
 from pipeline.infra.cuda_graphs import graphed
 from pipeline.infra.errors import PipelineError
 from pipeline.methods.objective import Objective, trainable
@@ -349,7 +349,7 @@ def fit(
 
     best = map_at_r(ctx.embed(data.val, keep=True), data.val_labels)
     result = FitResult(snapshot(), 0, best, [{"epoch": 0, "train_loss": float("nan"), "val_map_at_r": best}])
-    log.info("%s: epoch 0 val MAP@R %.4f", desc, best)
+    log.debug("%s: epoch 0 val MAP@R %.4f", desc, best)  # every epoch: to the stage's log file
     objective.begin(ctx)
     result.history[0].update(objective.progress())
     stale = 0
@@ -358,7 +358,8 @@ def fit(
         model.train()
         objective.train()
         losses = []
-        for step, (x, y) in enumerate(tqdm(loader, desc=f"{desc} epoch {epoch}", unit="step", leave=False), 1):
+        note(desc, f"epoch {epoch}")  # beside the stage's bar (pipeline/infra/console.py)
+        for step, (x, y) in enumerate(loader, 1):
             value = step_once(to_device(x, device), y.to(device, non_blocking=True)).item()
             if not math.isfinite(value):
                 raise TrainingError(f"{desc}: non-finite loss ({value}) at epoch {epoch} step {step}")
@@ -367,7 +368,7 @@ def fit(
         row = {"epoch": epoch, "train_loss": float(np.mean(losses)), "val_map_at_r": val, **objective.progress()}
         result.history.append(row)
         improved = val > result.best_val_map_at_r + cfg.min_delta
-        log.info(
+        log.debug(
             "%s: epoch %d loss %.4f val MAP@R %.4f%s", desc, epoch, np.mean(losses), val, " (best)" if improved else ""
         )
         if improved:
@@ -378,12 +379,13 @@ def fit(
         exhausted = stale >= cfg.patience
         if objective.end_epoch(ctx, epoch, val, exhausted):
             result.stop_reason = "patience" if exhausted else "method"
-            log.info(
+            log.debug(
                 "%s: stopped after epoch %d (%s; %d epochs without improvement)", desc, epoch, result.stop_reason, stale
             )
             break
     objective.finish(ctx)
     ctx.release()
+    note(desc, "")
     if math.isnan(result.best_val_map_at_r):
         raise TrainingError(f"{desc}: validation MAP@R is NaN")
     return result

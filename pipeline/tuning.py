@@ -69,6 +69,9 @@ def suggest(trial, space: dict[str, SearchDim]) -> dict[str, float]:
 
 
 _LOCATIONS = ("source", "download_dir", "mirror")  # where the data set's files come from, not what they hold
+# settings added after studies were recorded (studies/), named only where they differ from their default, which
+# is what every earlier study ran with: adding a setting keeps the finished studies
+_NAMED_WHEN_CHANGED = {"data": {"background": "white"}}
 
 
 def tuning_order(params: Params) -> list[str]:
@@ -89,8 +92,10 @@ def tuning_order(params: Params) -> list[str]:
 def study_name(params: Params, run: str, inherited: dict[str, float] | None = None) -> str:
     """`<run>-<fingerprint>`: the fingerprint hashes every setting that changes what the run's trials measure
     (data but its file locations, backbone, the run's budget and its own section, the folds and seed, the search,
-    the values it inherits), and nothing else, so another run's change or more trials leave the study as it is."""
+    the values it inherits; a setting added later only when it is not at its default), and nothing else, so
+    another run's change or more trials leave the study as it is."""
     data = {k: v for k, v in to_dict(params.data).items() if k not in _LOCATIONS}
+    data = {k: v for k, v in data.items() if _NAMED_WHEN_CHANGED["data"].get(k, object()) != v}
     # not in the name: the epoch cap (module docstring) and what changes only the speed (processes, CUDA graphs)
     unnamed = ("max_epochs", "workers", "cuda_graphs")
     train = {k: v for k, v in to_dict(run_train_config(params, run)).items() if k not in unnamed}

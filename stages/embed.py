@@ -30,6 +30,7 @@ def main(params, args):
             cache = extract_features(
                 read_manifest(args.data),
                 params.backbone,
+                params.data.background,
                 device,
                 params.train.num_workers,
                 download_folder(params.data.download_dir),

@@ -15,11 +15,13 @@ def main(params, args):
     from pipeline.infra.download import download_folder
     from pipeline.models.backbones import describe_backbone
     from pipeline.models.export import best_model, export_model, preprocess, rebuild, recipe
+    from pipeline.models.transforms import eval_transform
     from pipeline.runs import all_runs, model_ids, model_name, run_record
 
     names = [model_name(fold, seed) for fold, seed in model_ids(params)]
     with Image.open(read_manifest(args.data).image_path(0)) as image:  # the example input the export traces
         image.load()
+    input_size = tuple(eval_transform(params.backbone, params.data.background)(image).shape[-2:])
     with atomic_path(args.out) as out:
         out.mkdir()
         for name in all_runs(params):
@@ -28,6 +30,8 @@ def main(params, args):
             model = rebuild(params, name, weights, download_folder(params.data.download_dir))
             about = recipe(
                 params.backbone,
+                params.data.background,
+                input_size,
                 run=name,
                 model=best,
                 best_val_map_at_r=summary["best_val_map_at_r"],

@@ -125,7 +125,7 @@ def tiny_data(tmp_path, tiny_params):
         tiny_params.seed,
     )
     manifest = read_manifest(root)
-    return manifest, extract_features(manifest, tiny_params.backbone, torch.device("cpu"))
+    return manifest, extract_features(manifest, tiny_params.backbone, "white", torch.device("cpu"))
 
 
 class FileServer:

@@ -136,12 +136,12 @@ def test_bn_inception_input_scaling_and_mlrc_crops():
         flip=True,
     )
     image = Image.fromarray(np.full((300, 400, 3), (10, 20, 30), dtype=np.uint8))
-    x = eval_transform(cfg)(image)
+    x = eval_transform(cfg, "white")(image)
     assert x.shape == (3, 227, 227)
     # BGR order, [0, 255], minus the BGR mean: (30 - 104, 20 - 117, 10 - 128)
     assert torch.allclose(x[:, 100, 100], torch.tensor([-74.0, -97.0, -118.0]), atol=1e-4)
     torch.manual_seed(0)
-    assert train_transform(cfg, pad=0)(image).shape == (3, 227, 227)
+    assert train_transform(cfg, 0, "white")(image).shape == (3, 227, 227)
 
 
 def _imagenet_input(image: np.ndarray, size: int) -> torch.Tensor:
@@ -220,12 +220,14 @@ def test_embedding_on_two_processes_gives_the_one_process_features_bit_for_bit(t
     manifest, _ = tiny_data
     cfg = dataclasses.replace(tiny_params.backbone, name="tiny_cnn", input_size=16, embed_batch_size=20)
     torch.manual_seed(3)
-    one = extract_features(manifest, cfg, torch.device("cpu"), workers=1)
+    one = extract_features(manifest, cfg, "white", torch.device("cpu"), workers=1)
     torch.manual_seed(3)
-    two = extract_features(manifest, cfg, torch.device("cpu"), workers=2)
+    two = extract_features(manifest, cfg, "white", torch.device("cpu"), workers=2)
     torch.manual_seed(3)
-    three = extract_features(manifest, cfg, torch.device("cpu"), workers=3)
+    three = extract_features(manifest, cfg, "white", torch.device("cpu"), workers=3)
     assert one.features.shape == (len(manifest.table), one.features.shape[1]) and one.features.std() > 0
     assert np.array_equal(one.features, two.features) and np.array_equal(one.features, three.features)
     torch.manual_seed(4)  # another random network: the check can fail
-    assert not np.array_equal(one.features, extract_features(manifest, cfg, torch.device("cpu"), workers=2).features)
+    assert not np.array_equal(
+        one.features, extract_features(manifest, cfg, "white", torch.device("cpu"), workers=2).features
+    )

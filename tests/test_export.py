@@ -24,8 +24,9 @@ def test_an_exported_run_embeds_images_as_the_pipeline_does_and_loads_with_torch
     weights = tmp_path / "model.pt"
     torch.save(result.model.state_dict(), weights)
     model = rebuild(tiny_params, "ms", weights, str(tmp_path))
-    about = recipe(tiny_params.backbone, run="ms", model="fold-0-seed-0", best_val_map_at_r=0.5)
     rows = manifest.rows("test")[:10]
+    size = np.asarray(Image.open(manifest.image_path(int(rows[0])))).shape[:2]  # pixels: the image is the input
+    about = recipe(tiny_params.backbone, "white", size, run="ms", model="fold-0-seed-0", best_val_map_at_r=0.5)
     batch = torch.stack([preprocess(about)(Image.open(manifest.image_path(int(r)))) for r in rows])
     assert torch.equal(batch.flatten(1), torch.from_numpy(features.features[rows]))  # the embed stage's features
     export_model(model, batch, about, tmp_path / "ms.pt2")
@@ -51,6 +52,17 @@ def test_an_exported_run_embeds_images_as_the_pipeline_does_and_loads_with_torch
     assert done.returncode == 0 and done.stdout.split() == ["ms", "(10,", f"{tiny_params.train.embedding_dim})"], (
         done.stderr
     )
+    # any size and colour mode: the pixels model's recipe resizes (the README's `dml embed` on a 128 px PNG)
+    rng = np.random.default_rng(0)
+    others = [
+        Image.fromarray(rng.integers(0, 256, (128, 128, 4), dtype=np.uint8), "RGBA"),
+        Image.fromarray(rng.integers(0, 256, (40, 90, 3), dtype=np.uint8), "RGB"),
+        Image.fromarray(rng.integers(0, 256, (7, 5), dtype=np.uint8), "L"),
+    ]
+    inputs = torch.stack([preprocess(recorded)(image) for image in others])
+    assert inputs.shape == (3, *batch.shape[1:])
+    with torch.no_grad():
+        assert loaded(inputs).shape == (3, tiny_params.train.embedding_dim)
 
 
 def test_the_best_model_is_the_best_validation_map_at_r_first_of_equals(tmp_path):
@@ -102,3 +114,26 @@ def test_the_command_line_reads_class_folders_as_the_folder_data_set_does(tmp_pa
         image_files([str(tmp_path / "empty")])
     with pytest.raises(UsageError, match="missing: not found"):
         image_files([str(tmp_path / "missing")])
+
+
+def test_a_recipe_resizes_any_image_to_the_models_input_and_square_images_as_the_pipeline_does():
+    """An exported program takes its traced input size only; with resize 0 (the emoji default) the recipe resizes
+    every image to it, which for a square image is exactly the pipeline's shorter-side resize."""
+    from pipeline.config import BackboneConfig
+    from pipeline.models.transforms import eval_transform
+
+    cfg = BackboneConfig(name="efficientnet_lite0", input_size=32, resize=0)
+    about = recipe(cfg, "white", (32, 32), run="ms")
+    rng = np.random.default_rng(1)
+    square = Image.fromarray(rng.integers(0, 256, (80, 80, 3), dtype=np.uint8))
+    assert torch.equal(preprocess(about)(square), eval_transform(cfg, "white")(square))
+    for shape in ((50, 90, 3), (90, 40, 4), (20, 20)):
+        image = Image.fromarray(rng.integers(0, 256, shape, dtype=np.uint8))
+        assert preprocess(about)(image).shape == (3, 32, 32)
+    assert eval_transform(cfg, "white")(Image.fromarray(rng.integers(0, 256, (50, 90, 3), dtype=np.uint8))).shape == (
+        3,
+        32,
+        57,
+    )  # the pipeline keeps the aspect (digit pairs in finetune mode)
+    crop = BackboneConfig(name="efficientnet_lite0", input_size=32, resize=40)
+    assert preprocess(recipe(crop, "white", (32, 32)))(square).shape == (3, 32, 32)

@@ -2,6 +2,8 @@
 and one line naming the file or class for bad input, with nothing written."""
 
 import re
+import struct
+import zlib
 
 import numpy as np
 import pandas as pd
@@ -22,6 +24,19 @@ def make_folder(root, classes: int = 8, per_class: int = 3, size=(12, 10), seed:
             pixels = np.clip(rng.normal(30 * c, 5, (*size[::-1], 3)), 0, 255).astype(np.uint8)
             Image.fromarray(pixels).save(where / f"img{i}.png")
     return root
+
+
+def break_data_stream(png) -> None:
+    """Scramble the compressed pixels of a PNG and write the chunk's checksum anew (a damaged file a viewer rejects)."""
+    data = bytearray(png.read_bytes())
+    at = data.find(b"IDAT")
+    size = struct.unpack(">I", data[at - 4 : at])[0]
+    scrambled = data[at + 4 : at + 6] + bytes(b ^ 0x5A for b in data[at + 6 : at + 4 + size])
+    data[at + 4 : at + 4 + size] = scrambled
+    data[at + 4 + size : at + 8 + size] = struct.pack(">I", zlib.crc32(b"IDAT" + scrambled))
+    png.write_bytes(bytes(data))
+    with Image.open(png) as image:
+        image.verify()  # still passes the header check
 
 
 def test_a_folder_of_class_folders_is_split_and_folded_like_every_data_set(tmp_path):
@@ -67,6 +82,10 @@ def test_a_csv_manifest_with_relative_paths(tmp_path):
         (
             lambda src: (src / "class_05" / "img2.png").write_bytes(b"not a png"),
             "class_05/img2.png: not a readable image",
+        ),
+        (  # header and checksums intact, the pixel data not: Image.verify() passes it
+            lambda src: break_data_stream(src / "class_06" / "img1.png"),
+            "class_06/img1.png: not a readable image (OSError: broken data stream",
         ),
     ],
 )

@@ -1,5 +1,7 @@
 """The pictures stage's pieces: fixed queries, their neighbours marked right or wrong, and seeded figures."""
 
+from pathlib import Path
+
 import numpy as np
 from PIL import Image
 
@@ -67,3 +69,22 @@ def test_class_names_from_the_prepared_data(tmp_path):
     (tmp_path / "classes.csv").write_text("label,name,sets\n0,card-index,noto\n")
     assert pictures.class_names(tmp_path) == {0: "card-index"}
     assert pictures.class_names(tmp_path / "none") == {}
+
+
+def test_the_search_picture_shows_the_misses_first_and_counts_as_the_console_does(monkeypatch, tmp_path):
+    """`dml search --picture`: queries whose first match lies in another folder come first (command-line order
+    within each group), and the heading counts first matches as the console line does."""
+    from pipeline.cli import search_picture
+
+    drawn = {}
+    monkeypatch.setattr(pictures, "retrieval_figure", lambda *args, **kw: drawn.update(args=args, kw=kw))
+    queries = ([Path(f"q{i}.png") for i in range(5)], ["a", "b", "c", "d", "e"])
+    gallery = ([Path(f"g{i}.png") for i in range(5)], ["a", "b", "c", "d", "e"])
+    found = np.array([[0, 1], [2, 1], [2, 0], [0, 3], [4, 0]])
+    same = np.array([[g == q for g in (gallery[1][j] for j in row)] for q, row in zip(queries[1], found)])
+    what = search_picture(queries, gallery, found, same, {"run": "ms", "model": "m"}, tmp_path / "p.png", rows=3)
+    assert what == "3 queries, the 2 misses first; 3 of 5 first matches in a folder of the query's name"
+    images = drawn["args"][1]
+    assert [p.name for p in images[:3]] == ["q1.png", "q3.png", "q0.png"]  # the misses q1, q3, then q0
+    assert drawn["args"][5].tolist() == [[5, 4], [3, 6], [3, 4]]  # their gallery rows after the 3 queries
+    assert drawn["kw"]["heading"] == what

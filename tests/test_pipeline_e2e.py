@@ -27,13 +27,18 @@ GIT_IDENTITY = {
 }
 
 
-def sh(cmd, cwd):
+def sh(cmd, cwd, home: Path | None = None):
+    """Run `cmd`; with `home`, as on a fresh machine: that (empty) HOME and caches, no git identity in the
+    environment."""
     # dvc.yaml's commands call `python`: the interpreter running the tests must come first on PATH
     env = {
         **GIT_IDENTITY,
         **os.environ,
         "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}",
     }
+    if home is not None:
+        env = {k: v for k, v in env.items() if not k.startswith("GIT_")}
+        env.update(HOME=str(home), XDG_CACHE_HOME=str(home / ".cache"), XDG_CONFIG_HOME=str(home / ".config"))
     done = subprocess.run(cmd, cwd=cwd, capture_output=True, text=True, env=env)
     assert done.returncode == 0, f"{cmd} failed:\n{done.stdout}\n{done.stderr}"
     return done.stdout + done.stderr
@@ -105,6 +110,10 @@ def test_repro_builds_every_output(repo):
         "ablation@profs",
     }
     assert stages_run(out) == expected
+    # the console: one bar per batch of jobs, no line per epoch, no faiss loader noise; the epochs in the stage's log
+    assert " epoch 3 loss " not in out and "AVX512" not in out and "log: " in out
+    log = (repo / "data" / "logs" / "train-ms.log").read_text()
+    assert all(f"ms-{fold}: epoch 3 loss " in log for fold in (0, 1))  # from both worker processes
     reports = repo / "reports"
     results = (reports / "results.md").read_text()
     assert "c2_ccp, fold 0, seed 0" in (reports / "ccp_subproblems.md").read_text()
@@ -215,6 +224,11 @@ def test_exp_run_reruns_only_the_changed_method(repo):
     assert params["baselines"]["ms"]["loss"]["alpha"] == 3.0 and params["ccp"]["lambda"] == 0.0002
     shown = sh(DVC + ["exp", "show", "--csv"], repo)
     assert "baselines.ms.loss.alpha" in shown and "map_at_r" in shown and "val_map_at_r" in shown
+    view = sh([str(Path(sys.executable).parent / "dml"), "experiments"], repo).splitlines()  # the README's view
+    assert view[0].split()[0] == "workspace", view
+    rows = {line.split()[0] for line in view[1:] if line.strip()}
+    assert {"baselines.ms.loss.alpha", "ccp.lambda", "ms", "c2_ccp"} <= rows, view
+    assert max(map(len, view)) <= 120 and not any("data/" in line for line in view)
 
 
 def _tree(folder: Path) -> dict[str, bytes]:
@@ -248,6 +262,18 @@ def test_a_failed_stage_loses_nothing(repo):
     sh(DVC + ["checkout"], repo)
     assert "up to date" in sh(DVC + ["status"], repo).lower()
     assert _tree(repo / "reports") == reports and (repo / "dvc.lock").read_text() == lock
+    # a failed experiment: params.yaml rewritten by -S, the stage's outputs removed; the printed command restores
+    sh(["git", "stash", "-q"], repo)  # the workspace at its last commit (the experiments above left theirs applied)
+    committed = _tree(repo / "reports"), (repo / "params.yaml").read_text(), (repo / "dvc.lock").read_text()
+    err = _fails(DVC + ["exp", "run", "-S", "train.lr=-1", "train@ms"], repo)
+    assert "train.lr" in err and (repo / "params.yaml").read_text() != committed[1]
+    restore = next(line.split(": ", 1)[1] for line in err.splitlines() if line.startswith("the workspace as its last"))
+    sh(["bash", "-c", restore], repo)
+    assert (_tree(repo / "reports"), (repo / "params.yaml").read_text(), (repo / "dvc.lock").read_text()) == committed
+    assert "up to date" in sh(DVC + ["status"], repo).lower()
+    sh(["git", "stash", "pop", "-q"], repo)  # the workspace as the tests before left it
+    sh(DVC + ["checkout"], repo)
+    assert "up to date" in sh(DVC + ["status"], repo).lower()
 
 
 def test_a_killed_stages_temporary_folder_changes_nothing(repo):
@@ -349,20 +375,29 @@ def test_queued_experiments_run_two_at_a_time(repo):
 
 
 def test_your_own_image_folder_trains_exports_and_the_command_line_searches_it(repo, tmp_path_factory):
-    """A folder of class folders made here, trained with `dvc exp run -S dataset=folder -S data.source=... export`,
-    every run's best model exported (data/export/<run>.pt2), then `dml embed` and `dml search` on new images of the same
-    classes from the command line, with nothing of the project's config: the model file alone."""
+    """On a fresh machine (an empty HOME, no git identity), docs/your-data.md's commands in order, twice: a folder of
+    class folders made here, trained with `dvc exp run -S dataset=folder -S data.source=... export`, every run's best
+    model exported (data/export/<run>.pt2); then `dml embed` and `dml search` on new images of the same classes from
+    the command line, with nothing of the project's config: the model file alone."""
     from tests.test_folder import make_folder
 
     root = tmp_path_factory.mktemp("own")
+    home = root / "home"
+    home.mkdir()
     images = make_folder(root / "images", classes=8, per_class=6)
     new = make_folder(root / "new", classes=8, per_class=2, seed=1)
     here = root / "project"
     sh(["git", "clone", "-q", str(repo), str(here)], root)
     shutil.copy(repo / "params.yaml", here / "params.yaml")
+    docs = (ROOT / "docs" / "your-data.md").read_text()
+    identity = [line.split("#")[0].strip() for line in docs.splitlines() if line.startswith("git config user.")]
+    assert len(identity) == 2  # the documented lines that give a fresh clone a git identity
+    for line in identity:
+        sh(["bash", "-c", line], here, home)
     # the export stage and what it needs (the runs' training); evaluation and the report are the other tests'
     options = ["-S", "dataset=folder", "-S", f"data.source={images}", "-S", "backbone.name=pixels"]
-    sh(DVC + ["exp", "run", *options, "export"], here)
+    for _ in range(2):  # the second run stashes the first one's results: without an identity git refuses
+        sh(DVC + ["exp", "run", *options, "export"], here, home)
     exported = sorted(p.name for p in (here / "data" / "export").iterdir())
     assert exported == sorted(f"{run}.pt2" for run in RUNS)
     dml = Path(sys.executable).parent / "dml"
@@ -392,6 +427,7 @@ def test_your_own_image_folder_trains_exports_and_the_command_line_searches_it(r
     assert first.same_folder.mean() >= 0.75, first  # new images of a class find their class
     assert f"{int(first.same_folder.sum())} of 16 first matches in a folder of the query's name" in out
     assert (root / "search.png").stat().st_size > 10_000
+    assert f"{root / 'search.png'}: 8 queries, the {16 - int(first.same_folder.sum())} misses first; " in out
     missing = subprocess.run(
         [str(dml), "embed", str(here / "nothing.pt2"), str(new), "--out", "x.npz"],
         capture_output=True,

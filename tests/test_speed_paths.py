@@ -49,7 +49,9 @@ def test_auto_processes_follow_the_usable_cores_and_the_gpu(monkeypatch, tiny_pa
 def test_validation_reads_through_one_persistent_loader_and_draws_no_random_number(tiny_dict, tiny_data):
     manifest, _ = tiny_data
     params = params_from_dict(merge(tiny_dict, {"backbone": {"name": "tiny_cnn", "input_size": 16}}))
-    images = ManifestImages(manifest, manifest.rows("train", 0, validation=True), eval_transform(params.backbone))
+    images = ManifestImages(
+        manifest, manifest.rows("train", 0, validation=True), eval_transform(params.backbone, params.data.background)
+    )
     model = nn.Sequential(nn.Flatten(), nn.Linear(3 * 16 * 32, 4))  # 16 x 32 px digit pairs
     cfg = dataclasses.replace(params.train, num_workers=2)
     ctx = TrainContext(model, torch.optim.SGD(model.parameters(), lr=0.1), None, cfg, CPU)

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import inspect
 
+from PIL import ImageColor
+
 from pipeline.config.base import ParamsError, dotted, to_dict
 from pipeline.config.miners import TRIPLET_MINERS
 from pipeline.families import families
@@ -42,6 +44,11 @@ def check_consistency(p, source: str) -> None:
         )
     if len(p.backbone.mean) != p.backbone.channels or len(p.backbone.std) != p.backbone.channels:
         raise ParamsError(f"{source}: backbone.mean/std: need one value per channel ({p.backbone.channels})")
+    try:
+        ImageColor.getrgb(p.data.background)
+    except ValueError:
+        colour = p.data.background
+        raise ParamsError(f"{source}: data.background: {colour!r} is not a colour (white, #ffffff)") from None
     _check_lanml_grids(p.lanml, source)
     _check_tune(p, source)
 

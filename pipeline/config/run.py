@@ -51,6 +51,9 @@ class DataConfig:
     # "" = download into download_dir (from mirror/<file name> when a mirror is given); folder: a folder of class
     # folders or a CSV manifest (path, label)
     source: str = ""
+    # the colour transparent images (PNG icons, drawings) are composited over before they become inputs: a name
+    # ("white", "black") or "#rrggbb" (pipeline/models/transforms.py)
+    background: str = "white"
     download_dir: str = "data/downloads"
     mirror: str = ""
     # digit pairs: images drawn per class (each image = two real digit images side by side)

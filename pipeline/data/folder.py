@@ -6,7 +6,9 @@ read-only, and a link would carry that to your originals), the classes
 sorted by name and numbered, and the MLRC protocol applied as to every named data set (pipeline/data/manifest.py):
 the first half of the sorted classes train, the second half test, the training classes cut into class-disjoint
 folds. Bad input stops with one line naming the file or class, before anything is copied: a missing source, a
-class with fewer than 2 images, an image that cannot be read, a path listed twice, too few classes for the folds.
+class with fewer than 2 images, an image that cannot be read or whose pixel data does not decode whole, a path
+listed twice, too few classes for the folds. Transparent images are kept as they are and composited over
+``data.background`` when they become inputs (pipeline/models/transforms.py).
 DVC does not see inside `data.source`: after changing its images, rerun ``dvc repro -f prepare``.
 """
 
@@ -58,14 +60,18 @@ def _from_csv(path: Path) -> tuple[list[Path], list[str]]:
 
 
 def _check_readable(files: list[Path]) -> None:
+    """Every file is an image whose pixel data decodes whole (verify() alone checks the header and checksums: a
+    PNG with a broken data stream passes it and would fail only at the embed stage)."""
     for f in tqdm(files, desc="checking images", unit="img"):
         if not f.is_file():
             raise DataError(f"{f}: image not found")
         try:
             with Image.open(f) as image:
                 image.verify()
-        except (UnidentifiedImageError, OSError, SyntaxError) as err:
-            raise DataError(f"{f}: not a readable image ({type(err).__name__})") from None
+            with Image.open(f) as image:
+                image.load()
+        except (UnidentifiedImageError, OSError, SyntaxError, ValueError) as err:
+            raise DataError(f"{f}: not a readable image ({type(err).__name__}: {err})") from None
 
 
 def _place(source: Path, target: Path) -> None:

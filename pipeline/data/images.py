@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import numpy as np
 import torch
-from PIL import Image
+from PIL import Image, UnidentifiedImageError
 from torch.utils.data import Dataset
 
-from pipeline.data.manifest import Manifest
+from pipeline.data.manifest import DataError, Manifest
 
 
 class ManifestImages(Dataset):
@@ -23,7 +23,10 @@ class ManifestImages(Dataset):
         return len(self.rows)
 
     def __getitem__(self, i: int):
-        row = int(self.rows[i])
-        with Image.open(self.manifest.image_path(row)) as im:
-            x = self.transform(im)
+        path = self.manifest.image_path(int(self.rows[i]))
+        try:
+            with Image.open(path) as im:
+                x = self.transform(im)
+        except (UnidentifiedImageError, OSError, SyntaxError) as err:  # one line naming the file, not a traceback
+            raise DataError(f"{path}: not a readable image ({type(err).__name__}: {err}); prepare it again") from None
         return x, torch.as_tensor(self.labels[i])

@@ -21,7 +21,6 @@ training job runs for minutes.
 from __future__ import annotations
 
 import ctypes
-import logging
 import multiprocessing
 import os
 import signal
@@ -34,21 +33,16 @@ from contextlib import contextmanager
 from typing import TypeVar
 
 from pipeline import numerics
+from pipeline.infra.console import configure_logging, jobs_bar, listen_in_worker
 from pipeline.infra.io import ctrl_c_ignored
 
 Job = TypeVar("Job")
 Result = TypeVar("Result")
 # a spawned worker re-pins its numerics from DML_THREADS when it imports pipeline (pipeline/numerics.py)
 THREAD_VARIABLES = (numerics.THREADS_VARIABLE, *numerics.THREAD_VARIABLES)
-LOG_FORMAT = "%(asctime)s %(name)s: %(message)s"  # the stage CLIs' format (stages/_common.py)
 
 
 PR_SET_PDEATHSIG = 1  # linux/prctl.h: a signal the kernel sends this process when its parent dies
-
-
-def configure_logging() -> None:
-    """INFO messages to stderr in the stages' format (in the stage process and in every worker)."""
-    logging.basicConfig(level=logging.INFO, format=LOG_FORMAT, stream=sys.stderr)
 
 
 def _die_with(parent: int) -> None:
@@ -67,10 +61,11 @@ def _die_with(parent: int) -> None:
         os._exit(1)
 
 
-def _start_worker(parent: int) -> None:
+def _start_worker(parent: int, notes) -> None:
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the stage process's to handle
     _die_with(parent)
-    configure_logging()
+    configure_logging()  # to the stage's log file too (pipeline/infra/console.py)
+    listen_in_worker(notes)
 
 
 def _stop(pool: ProcessPoolExecutor) -> None:
@@ -110,25 +105,32 @@ class Workers:
 
         self.count, self.threads = worker_count(workers, threads), threads
         self.pool: ProcessPoolExecutor | None = None
+        self.notes = None
 
     def run(self, fn: Callable[[Job], Result], jobs: Sequence[Job], desc: str = "jobs") -> list[Result]:
-        """``[fn(job) for job in jobs]``, in job order (module docstring; `run_jobs`)."""
-        from tqdm import tqdm
-
+        """``[fn(job) for job in jobs]``, in job order (module docstring; `run_jobs`), under one progress bar
+        (pipeline/infra/console.py)."""
         if self.count <= 1 or len(jobs) <= 1:
-            return [fn(job) for job in tqdm(jobs, desc=desc, unit="job")]
+            results = []
+            with jobs_bar(len(jobs), desc) as bar:
+                for job in jobs:
+                    results.append(fn(job))
+                    bar.update()
+            return results
         with _thread_environment(self.threads):  # workers start with the first job: inside, with these variables
             if self.pool is None:
+                spawn = multiprocessing.get_context("spawn")
+                self.notes = spawn.Queue()  # the workers' progress notes (pipeline/infra/console.py)
+                self.notes.cancel_join_thread()  # a killed worker may leave it locked: never wait for it at exit
                 self.pool = ProcessPoolExecutor(
-                    self.count,
-                    mp_context=multiprocessing.get_context("spawn"),
-                    initializer=_start_worker,
-                    initargs=(os.getpid(),),
+                    self.count, mp_context=spawn, initializer=_start_worker, initargs=(os.getpid(), self.notes)
                 )
             try:
                 futures = [self.pool.submit(fn, job) for job in jobs]
-                for done in tqdm(as_completed(futures), total=len(jobs), desc=desc, unit="job"):
-                    done.result()  # the first job to fail, whichever it is, stops the rest
+                with jobs_bar(len(jobs), desc, self.notes) as bar:
+                    for done in as_completed(futures):
+                        done.result()  # the first job to fail, whichever it is, stops the rest
+                        bar.update()
                 return [f.result() for f in futures]
             except BaseException:
                 _stop(self.pool)

@@ -62,7 +62,7 @@ def choose_device(name: str, mode: str) -> torch.device:
     if name == "auto":
         name = "cuda" if mode != "frozen" and torch.cuda.is_available() else "cpu"
     device = torch.device(name, int(os.environ.get("LOCAL_RANK", "0"))) if name == "cuda" else torch.device(name)
-    log.info("device: %s (%s)", device, mode)
+    log.debug("device: %s (%s)", device, mode)
     return device
 
 

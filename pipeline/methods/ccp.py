@@ -246,7 +246,7 @@ class CCPObjective(Objective):
             "proxy_shift_max": shift_max,
         }
         self.diagnostics.append(row)
-        log.info(
+        log.debug(
             "sub-problem %d: %d epochs, best val MAP@R %.4f, covering radius max %.3f mean %.3f "
             "(after K-center: %.3f, %.3f), proxies moved %.3f in the first epoch, %.3f by the end",
             row["subproblem"],

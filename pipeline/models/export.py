@@ -34,9 +34,13 @@ RECIPE = "dml.json"
 RECIPE_KEYS = ("name", "channels", "input_size", "resize", "input_space", "mean", "std")  # of backbone
 
 
-def recipe(cfg: BackboneConfig, **about) -> dict:
-    """What `load` needs to preprocess images as the pipeline did, and what the model is (`about`)."""
+def recipe(cfg: BackboneConfig, background: str, input_size: tuple[int, int], **about) -> dict:
+    """What `load` needs to preprocess images as the pipeline did, and what the model is (`about`).
+    `background`: the colour transparent images go over; `input_size`: (height, width) of the inputs the model was
+    exported with (its program takes that size only: `preprocess` resizes every image to it)."""
     preprocessing = {k: v for k, v in to_dict(cfg).items() if k in RECIPE_KEYS}
+    preprocessing["background"] = background
+    preprocessing["input_height_width"] = list(input_size)
     preprocessing["mode"] = "pixels: grey, [0, 1], flattened" if cfg.name == "pixels" else "image"
     return {"preprocessing": preprocessing, **about}
 
@@ -66,9 +70,11 @@ def load_model(path: str | Path) -> tuple[nn.Module, dict]:
 
 
 def preprocess(about: dict):
-    """The evaluation transform (PIL image -> input tensor) the recipe describes: pipeline/models/transforms.py's."""
+    """The evaluation transform (PIL image -> input tensor) the recipe describes: pipeline/models/transforms.py's;
+    images of any size and colour mode (files exported before the background was recorded: white)."""
     p = about["preprocessing"]
-    return eval_transform(BackboneConfig(**{k: p[k] for k in RECIPE_KEYS}))
+    cfg = BackboneConfig(**{k: p[k] for k in RECIPE_KEYS})
+    return eval_transform(cfg, p.get("background", "white"), p.get("input_height_width"))
 
 
 def best_model(folder: Path, names: list[str]) -> tuple[str, dict]:

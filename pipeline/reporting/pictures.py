@@ -74,10 +74,11 @@ def retrieval_figure(
     top: np.ndarray,
     right: np.ndarray | None,
     path: Path,
-    queries_are: str = "fixed test queries",
+    heading: str | None = None,
 ) -> None:
     """One row per query: the query, then its neighbours framed green (same class) or red (another class); grey
-    when `right` is None (no classes known). `queries_are`: what the heading calls the queries."""
+    when `right` is None (no classes known). `heading`: the title's second line (default: how many of the
+    fixed test queries' top-k neighbours are right)."""
     rows, k = top.shape
     fig, axes = plt.subplots(rows, k + 1, figsize=(1.15 * (k + 1), 1.3 * rows), squeeze=False)
     for r, q in enumerate(queries):
@@ -96,11 +97,13 @@ def retrieval_figure(
             ax.set_title(("query: " if c == 0 else ("✗ " if ok is False else "")) + text[:16], fontsize=6, color=colour)
     if right is None:
         heading = f"{title}: top-{k} of {rows} queries (no classes known)"
-    else:
+    elif heading is None:
         heading = (
-            f"{title}: top-{k} of {rows} {queries_are}\n(green: same class, red: another class; "
+            f"{title}: top-{k} of {rows} fixed test queries\n(green: same class, red: another class; "
             f"{int(right.sum())} of {right.size} right)"
         )
+    else:
+        heading = f"{title}: top-{k} (green: same class, red: another class)\n{heading}"
     fig.suptitle(heading, fontsize=9)
     save(fig, path, rect=(0, 0, 1, 0.96), dpi=PICTURE_DPI, colors=PICTURE_COLORS)
 
