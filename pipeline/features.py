@@ -15,6 +15,7 @@ from tqdm import tqdm
 from pipeline.config import BackboneConfig
 from pipeline.data.images import ManifestImages
 from pipeline.data.manifest import Manifest
+from pipeline.infra.console import in_worker
 from pipeline.infra.io import read_npz
 from pipeline.models.backbones import build_backbone
 from pipeline.models.transforms import eval_transform
@@ -107,7 +108,7 @@ def _embed(
         images, batch_sampler=_consecutive(sizes), num_workers=num_workers, pin_memory=device.type == "cuda"
     )
     chunks = []
-    with tqdm(total=sum(sizes), desc=f"embed ({cfg.name})", unit="img") as progress:
+    with tqdm(total=sum(sizes), desc=f"embed ({cfg.name})", unit="img", disable=in_worker()) as progress:
         for x, _ in loader:
             x = x.to(device, non_blocking=True)
             out = x.flatten(1) if backbone is None else backbone(x)

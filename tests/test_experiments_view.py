@@ -54,3 +54,13 @@ def test_many_experiments_keep_the_workspace_the_commit_and_the_newest():
 def test_nothing_that_varies_is_said_so():
     shown = [{"rev": "workspace", "name": None, "data": _data(2e-4, 0.5, 0.7)}]
     assert "no param or headline metric differs" in experiments_table(shown)
+
+
+def test_long_values_are_cut_to_their_column():
+    shown = _shown(1)
+    shown[0]["data"]["params"]["params.yaml"]["data"]["backbone"] = "efficientnet_lite0"
+    shown[0]["data"]["params"]["params.yaml"]["data"]["methods"] = ["ms", "danml", "lifted", "anml_lifted"]
+    lines = experiments_table(shown).splitlines()
+    row = next(line for line in lines if line.startswith("methods"))
+    assert row.split()[1] == '["ms",' and "…" in row and max(map(len, lines)) <= 120
+    assert len(row) == 34 + 3 * 12  # every cell in its column

@@ -9,8 +9,8 @@ The log file: every message of the pipeline, DEBUG included (a model's every epo
 sub-problems), from the stage process and its workers, in ``data/logs/<stage>.log`` (`stage_log`: the DVC stage's
 name, e.g. ``train@ms`` -> ``train-ms.log``; outside DVC the stage module's), rewritten by each run of the stage and
 named on the console when the stage starts. The folder holds a ``.gitignore`` of ``*``: git and `dvc exp run` never
-take a log into a commit, whatever the project's own ignores. Library noise is left out of both: faiss's loader reports at INFO that
-it could not load its AVX-512 build, once per process.
+take a log into a commit, whatever the project's own ignores. Library noise is left out of both: faiss's loader
+reports at INFO that it could not load its AVX-512 build, once per process. A worker draws no bar of its own.
 """
 
 from __future__ import annotations
@@ -65,8 +65,13 @@ def start_stage_log(module: str) -> Path:
     path.write_text("")
     os.environ[LOG_VARIABLE] = str(path.resolve())
     configure_logging(path)
-    logging.getLogger(__name__).info("log: %s (every epoch of every model)", path)
+    logging.getLogger(__name__).info("log: %s (every message of the stage, each epoch of each model)", path)
     return path
+
+
+def in_worker() -> bool:
+    """Whether this process is a stage's worker (its progress goes to the stage's bar, not a bar of its own)."""
+    return _queue is not None
 
 
 def note(job: str, text: str) -> None:

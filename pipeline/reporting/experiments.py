@@ -63,9 +63,12 @@ def columns(shown: list[dict]) -> list[tuple[str, dict, dict]]:
 
 
 def _cell(value) -> str:
+    """A value in at most CELL - 1 characters (a longer one cut, ending in …)."""
     if isinstance(value, float):
-        return f"{value:.4f}" if abs(value) >= 1e-3 or value == 0 else f"{value:.3g}"
-    return "-" if value is None else str(value)
+        text = f"{value:.4f}" if abs(value) >= 1e-3 or value == 0 else f"{value:.3g}"
+    else:
+        text = "-" if value is None else json.dumps(value) if isinstance(value, list) else str(value)
+    return text if len(text) < CELL else text[: CELL - 2] + "…"
 
 
 def experiments_table(shown: list[dict], last: int = 7) -> str:
@@ -77,7 +80,7 @@ def experiments_table(shown: list[dict], last: int = 7) -> str:
         {k for _, p, _ in found for k in p if len({json.dumps(q.get(k), default=str) for _, q, _ in found}) > 1}
     )
     runs = sorted({r for _, _, m in found for r in m})
-    lines = [f"{'':<{LABEL}}" + "".join(f"{name[: CELL - 1]:>{CELL}}" for name, _, _ in found)]
+    lines = [f"{'':<{LABEL}}" + "".join(f"{_cell(name):>{CELL}}" for name, _, _ in found)]
     for key in varying:
         label = key if len(key) <= LABEL - 1 else "…" + key[-(LABEL - 2) :]
         lines.append(f"{label:<{LABEL}}" + "".join(f"{_cell(p.get(key)):>{CELL}}" for _, p, _ in found))
