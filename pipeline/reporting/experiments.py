@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import json
 import subprocess
+import sys
 
 from pipeline.infra.errors import PipelineError
 
@@ -23,7 +24,10 @@ WIDTH, LABEL, CELL = 120, 34, 12
 
 def shown_experiments(repo: str = ".") -> list[dict]:
     """`dvc exp show --json` in `repo`: the workspace, the commit and its experiments (DVC's nesting)."""
-    done = subprocess.run(["dvc", "exp", "show", "--json"], cwd=repo, capture_output=True, text=True)
+    # this interpreter's DVC (the package's dependency): no `dvc` on PATH needed
+    done = subprocess.run(
+        [sys.executable, "-m", "dvc", "exp", "show", "--json"], cwd=repo, capture_output=True, text=True
+    )
     if done.returncode != 0:
         last = (done.stderr.strip().splitlines() or ["no output"])[-1]
         raise PipelineError(f"dvc exp show failed in {repo}: {last}")
