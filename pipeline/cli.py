@@ -158,6 +158,7 @@ def search_picture(queries, gallery, found, same, about: dict, path: Path, rows:
         top,
         same[chosen] if classes_known else None,
         path,
+        about["preprocessing"].get("background", "white"),  # as the model saw them (pipeline/models/export.py)
         heading=what if classes_known else None,
     )
     return what

@@ -2,7 +2,8 @@
 singular value spectrum of each fold's test embeddings (Revisiting section 5), every model's MAP@R and
 P@1 per test class (the claims' bootstrap over test classes), and the headline metrics that `dvc metrics show`
 and `dvc exp show` list, the project's only DVC metrics: per run the validation MAP@R (mean over the models of the
-kept epoch's; sort and select experiments by this one) and the test classes' separated MAP@R and P@1.
+kept epoch's; sort and select experiments by this one) and the test classes' separated MAP@R and P@1. Written to
+reports/ (git-tracked, replaced atomically) by this stage, not the report's, so that every scope lists them.
 
 One stage for all runs (a process per run would cost more in start-up than the evaluation itself);
 runs are evaluated in ``eval.workers`` processes, and every output folder appears complete or not at all.
@@ -60,7 +61,7 @@ def configure(p):
         default="data/evaluation/per_class",
         help="folder of CSVs of every model's MAP@R and P@1 per test class, one per run",
     )
-    p.add_argument("--headline", default="data/evaluation/headline_metrics.json")
+    p.add_argument("--headline", default="reports/headline_metrics.json", help="the DVC metrics file (git-tracked)")
 
 
 if __name__ == "__main__":

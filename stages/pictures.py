@@ -41,6 +41,7 @@ def main(params, args):
                     cfg.retrieval_k,
                     cfg.map_classes,
                     params.seed,
+                    params.data.background,
                 )
             )
         run_jobs(run_pictures, jobs, params.eval.workers, threads=1, desc="pictures")

@@ -6,9 +6,9 @@ first missing file, before anything is written. Then writes: the claims table, t
 the results table (markdown, CSV), the comparison tables per protocol beside the papers' numbers
 (markdown, CSV, LaTeX), the CCP sub-problem diagnostics, the LANML tables, the figures, and
 reports/README.md, an index of all of it; and publishes byte-for-byte copies of the inputs a reader wants
-beside them (reports/train_logs, metrics, spectra, per_class, subproblems, ablations, lanml, tuned, tuning,
-headline_metrics.json: pipeline/reporting/publish.py). The pages: pipeline/reporting/pages.py; every file is
-replaced atomically.
+beside them (reports/train_logs, metrics, spectra, per_class, subproblems, ablations, lanml, tuned, tuning:
+pipeline/reporting/publish.py); the headline metrics beside them are the evaluate stage's. The pages:
+pipeline/reporting/pages.py; every file is replaced atomically.
 """
 
 from pathlib import Path
@@ -32,15 +32,10 @@ def configure(p):
     p.add_argument("--metrics", default="data/evaluation/metrics")
     p.add_argument("--spectra", default="data/evaluation/spectra")
     p.add_argument("--per-class", default="data/evaluation/per_class", help="per-class scores of every run (evaluate)")
-    p.add_argument(
-        "--headline",
-        default="data/evaluation/headline_metrics.json",
-        help="the evaluate stage's headline metrics (published for `dvc metrics show`)",
-    )
     p.add_argument("--train-logs", default="data/train_logs", help="per-epoch training logs of every run")
     p.add_argument("--subproblems", default="data/subproblems")
     p.add_argument("--ablations", default="data/ablations")
-    p.add_argument("--lanml", default="data/lanml", help="folder with lanml@<dataset> results")
+    p.add_argument("--lanml", default="data/lanml", help="folder with lanml@paper-<dataset> results")
     p.add_argument("--poc", default="reports/ccp_poc.json")
     p.add_argument("--reference", default="reference/published.csv", help="the papers' numbers")
     p.add_argument("--features", default="data/features")

@@ -57,7 +57,7 @@ def test_figures_are_written_and_the_same_bytes_twice(tmp_path):
     images = _images(tmp_path, 48)
     names = {i: f"class {i}" for i in range(6)}
     for out in ("a", "b"):
-        pictures.run_pictures(("ms", "MS (ms)", file, images, names, str(tmp_path / out), 3, 4, 4, 0))
+        pictures.run_pictures(("ms", "MS (ms)", file, images, names, str(tmp_path / out), 3, 4, 4, 0, "white"))
     for kind in ("retrieval", "maps"):
         a, b = (tmp_path / out / kind / "ms.png" for out in ("a", "b"))
         assert a.stat().st_size > 2_000 and a.read_bytes() == b.read_bytes()
@@ -82,9 +82,11 @@ def test_the_search_picture_shows_the_misses_first_and_counts_as_the_console_doe
     gallery = ([Path(f"g{i}.png") for i in range(5)], ["a", "b", "c", "d", "e"])
     found = np.array([[0, 1], [2, 1], [2, 0], [0, 3], [4, 0]])
     same = np.array([[g == q for g in (gallery[1][j] for j in row)] for q, row in zip(queries[1], found)])
-    what = search_picture(queries, gallery, found, same, {"run": "ms", "model": "m"}, tmp_path / "p.png", rows=3)
+    what = search_picture(
+        queries, gallery, found, same, {"run": "ms", "model": "m", "preprocessing": {}}, tmp_path / "p.png", rows=3
+    )
     assert what == "3 queries, the 2 misses first; 3 of 5 first matches in a folder of the query's name"
     images = drawn["args"][1]
     assert [p.name for p in images[:3]] == ["q1.png", "q3.png", "q0.png"]  # the misses q1, q3, then q0
     assert drawn["args"][5].tolist() == [[5, 4], [3, 6], [3, 4]]  # their gallery rows after the 3 queries
-    assert drawn["kw"]["heading"] == what
+    assert drawn["kw"]["heading"] == what and drawn["args"][8] == "white"  # a recipe without one: white

@@ -93,10 +93,10 @@ def test_repro_builds_every_output(repo):
         "prepare",
         "embed",
         "tune",
-        "poc",
-        "report",
-        "lanml@iris",
-        "lanml_timing",
+        "poc@paper",
+        "report@paper",
+        "lanml@paper-iris",
+        "lanml_timing@paper",
         "evaluate",
         "pictures",
         "export",
@@ -106,8 +106,8 @@ def test_repro_builds_every_output(repo):
         "train_ccp@c2-ccp",
         "train_profs@ms-plain",
         "train_profs@ms-profs_hncm",
-        "ablation@ccp",
-        "ablation@profs",
+        "ablation@paper-ccp",
+        "ablation@paper-profs",
     }
     assert stages_run(out) == expected
     # the console: one bar per batch of jobs, no line per epoch, no faiss loader noise; the epochs in the stage's log
@@ -196,7 +196,16 @@ def test_ccp_lambda_changes_only_ccp_rows_and_figures(repo):
     out = sh(DVC + ["exp", "run", "-S", "ccp.lambda=3e-2"], repo)
     ran = stages_run(out)
     # not Loss-Proxy: no lambda there; tune reads every run's section, and at 0 trials rewrites the same records
-    assert ran == {"tune", "train_ccp@c2-ccp", "ablation@ccp", "poc", "evaluate", "pictures", "export", "report"}
+    assert ran == {
+        "tune",
+        "train_ccp@c2-ccp",
+        "ablation@paper-ccp",
+        "poc@paper",
+        "evaluate",
+        "pictures",
+        "export",
+        "report@paper",
+    }
     diff = sh(["git", "diff", "--unified=0", "params.yaml"], repo)
     changed = [
         line.split("#")[0].rstrip() for line in diff.splitlines() if line[:1] in "+-" and line[:3] not in ("+++", "---")
@@ -218,7 +227,7 @@ def test_exp_run_reruns_only_the_changed_method(repo):
     """Every `-S` composes from conf/: the lambda of the experiment before is back at conf/'s value, so C2-CCP
     comes back from the run cache (not retrained) and only the uncached poc reruns beside train@ms."""
     out = sh(DVC + ["exp", "run", "-S", "baselines.ms.loss.alpha=3.0"], repo)
-    assert stages_run(out) == {"tune", "train@ms", "evaluate", "pictures", "export", "report", "poc"}
+    assert stages_run(out) == {"tune", "train@ms", "evaluate", "pictures", "export", "report@paper", "poc@paper"}
     assert "Stage 'train_ccp@c2-ccp' is cached" in out
     params = yaml.safe_load((repo / "params.yaml").read_text())
     assert params["baselines"]["ms"]["loss"]["alpha"] == 3.0 and params["ccp"]["lambda"] == 0.0002
@@ -334,14 +343,14 @@ def test_a_fan_out_over_two_local_jobs_assembles_the_plain_reports(repo, tmp_pat
     assert sorted(fanned) == sorted(fanned_stages(here)) and ran["job-0"] and ran["job-1"]  # each once, split
     # here: only what is not fanned out (poc too when the params it reads changed: a persist output, never cached)
     assert (
-        {"evaluate", "pictures", "export", "report"}
+        {"evaluate", "pictures", "export", "report@paper"}
         <= set(ran["here"])
         <= {
             "evaluate",
             "pictures",
             "export",
-            "report",
-            "poc",
+            "report@paper",
+            "poc@paper",
         }
     ), ran["here"]
     assert not any(FANNED.match(s) for s in ran["here"])
@@ -369,14 +378,15 @@ def test_queued_experiments_run_two_at_a_time(repo):
     assert status.count("Success") == 2, status
     for alpha in ("2.5", "3.5"):
         ran = stages_run(sh(DVC + ["queue", "logs", f"alpha-{alpha}"], repo))
-        assert "train@ms" in ran and not {"prepare", "embed", "train@proxy_anchor", "ablation@ccp"} & ran, ran
+        assert "train@ms" in ran and not {"prepare", "embed", "train@proxy_anchor", "ablation@paper-ccp"} & ran, ran
     shown = sh(DVC + ["exp", "show", "--csv"], repo)
     assert "alpha-2.5" in shown and "alpha-3.5" in shown and "val_map_at_r" in shown
 
 
 def test_your_own_image_folder_trains_exports_and_the_command_line_searches_it(repo, tmp_path_factory):
     """On a fresh machine (an empty HOME, no git identity), docs/your-data.md's commands in order, twice: a folder of
-    class folders made here, trained with `dvc exp run -S dataset=folder -S data.source=... export`, every run's best
+    class folders made here, planned with `--dry -f`, trained with `dvc exp run -S dataset=folder -S data.source=...
+    -S scope=methods` (the runs, evaluate, pictures, export and nothing of the paper's), every run's best
     model exported (data/export/<run>.pt2); then `dml embed` and `dml search` on new images of the same classes from
     the command line, with nothing of the project's config: the model file alone."""
     from tests.test_folder import make_folder
@@ -394,13 +404,30 @@ def test_your_own_image_folder_trains_exports_and_the_command_line_searches_it(r
     assert len(identity) == 2  # the documented lines that give a fresh clone a git identity
     for line in identity:
         sh(["bash", "-c", line], here, home)
-    # the export stage and what it needs (the runs' training); evaluation and the report are the other tests'
-    options = ["-S", "dataset=folder", "-S", f"data.source={images}", "-S", "backbone.name=pixels"]
-    for _ in range(2):  # the second run stashes the first one's results: without an identity git refuses
-        sh(DVC + ["exp", "run", *options, "export"], here, home)
+    # scope=methods: the runs, evaluate, pictures and export, none of the paper's own stages (poc, lanml, ...)
+    options = [
+        "-S",
+        "dataset=folder",
+        "-S",
+        f"data.source={images}",
+        "-S",
+        "backbone.name=pixels",
+        "-S",
+        "scope=methods",
+    ]
+    ours = {"prepare", "embed", "tune", "evaluate", "pictures", "export"}
+    planned = stages_run(sh(DVC + ["exp", "run", "--dry", "-f", *options], here, home))  # before any output exists
+    assert planned == ours | {s for s in fanout.fanned_stages(here) if s.startswith("train")}, planned
+    assert not any("@paper" in s for s in planned)
+    for attempt in range(2):  # the second run stashes the first one's results: without an identity git refuses
+        ran = stages_run(sh(DVC + ["exp", "run", *options], here, home))
+        assert ran == (planned if attempt == 0 else set()), ran
     exported = sorted(p.name for p in (here / "data" / "export").iterdir())
     assert exported == sorted(f"{run}.pt2" for run in RUNS)
+    assert sorted(json.loads((here / "reports" / "headline_metrics.json").read_text())) == sorted(RUNS)
     dml = Path(sys.executable).parent / "dml"
+    view = sh([str(dml), "experiments"], here, home).splitlines()  # the experiments' metrics without the report
+    assert {"ms", "c2_ccp"} <= {line.split()[0] for line in view[1:] if line.strip()}, view
     out = sh([str(dml), "embed", str(here / "data/export/ms.pt2"), str(new), "--out", str(root / "new.npz")], root)
     assert "new.npz: 16 embeddings of 128 dimensions (ms, fold-" in out  # conf/dataset/folder.yaml: 128-D
     out = sh(

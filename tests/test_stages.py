@@ -154,7 +154,7 @@ def test_report_names_missing_lanml_results(tmp_path, tiny_dict):
     )
     assert done.returncode == 2
     last = done.stderr.strip().splitlines()[-1]
-    assert last.startswith("error: ") and last.endswith("iris.json: LANML results not found (run lanml@iris)")
+    assert last.startswith("error: ") and last.endswith("iris.json: LANML results not found (run lanml@paper-iris)")
     assert not (tmp_path / "rep").exists()  # nothing written before the check
 
 

@@ -1,6 +1,6 @@
-"""Transparent images (pipeline/models/transforms.py): icons drawn in black on a transparent background become
-distinct inputs and embeddings, over data.background, in the embed stage's path and in `dml embed` alike; converted
-straight to RGB (what PIL does) they would all be black."""
+"""Transparent images (pipeline/data/transparency.py): icons drawn in black on a transparent background become
+distinct inputs and embeddings, over data.background, in the embed stage's path and in `dml embed` alike, and the pictures show them as the model
+saw them; converted straight to RGB (what PIL does) they would all be black."""
 
 import numpy as np
 import pytest
@@ -10,8 +10,10 @@ from PIL import Image
 from pipeline.config import BackboneConfig, ParamsError, params_from_dict
 from pipeline.data.folder import write_folder
 from pipeline.data.manifest import read_manifest
+from pipeline.data.transparency import without_alpha
 from pipeline.features import extract_features
-from pipeline.models.transforms import eval_transform, without_alpha
+from pipeline.models.transforms import eval_transform
+from pipeline.reporting.pictures import _thumbnail
 
 
 def drawings(size: int = 32) -> list[Image.Image]:
@@ -46,6 +48,13 @@ def test_straight_conversion_blackens_drawings_and_compositing_keeps_them():
     assert np.asarray(without_alpha(shapes[0], "#ff0000"))[0, 0].tolist() == [255, 0, 0]
     opaque = Image.new("RGB", (4, 4), (1, 2, 3))
     assert without_alpha(opaque, "white") is opaque  # nothing to composite: the image itself (same bytes as before)
+
+
+def test_pictures_show_drawings_over_the_background(tmp_path):
+    drawings()[0].save(tmp_path / "bar.png")
+    over_white, over_grey = (_thumbnail(tmp_path / "bar.png", colour) for colour in ("white", "#808080"))
+    assert over_white[0, 0].tolist() == [255, 255, 255] and over_grey[0, 0].tolist() == [128, 128, 128]
+    assert over_white[16, 16].tolist() == over_grey[16, 16].tolist() == [0, 0, 0]  # the drawing itself
 
 
 @pytest.mark.parametrize("mode", ["LA", "P"])

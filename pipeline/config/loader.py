@@ -18,7 +18,7 @@ from pipeline.config.base import ParamsError, rename_keywords, yaml_key
 from pipeline.config.checks import check_consistency
 from pipeline.config.methods import BaselineConfig
 from pipeline.config.run import BackboneConfig, DataConfig, EvalConfig, ExperimentConfig, TrainConfig
-from pipeline.config.studies import AblationConfig, LanmlConfig, PocConfig, ReportConfig, TuneConfig
+from pipeline.config.studies import AblationConfig, LanmlConfig, PocConfig, ReportConfig, ScopeConfig, TuneConfig
 from pipeline.families import families
 from pipeline.infra.schema import section
 
@@ -42,6 +42,7 @@ def _root() -> type:
         ("ablation", AblationConfig, field(default_factory=AblationConfig)),
         ("report", ReportConfig, field(default_factory=ReportConfig)),
         ("tune", TuneConfig, field(default_factory=TuneConfig)),
+        ("scope", ScopeConfig, field(default_factory=ScopeConfig)),
     ]
     return section(make_dataclass("Params", fields, namespace={"__module__": __name__}))
 

@@ -1,5 +1,5 @@
 """The studies around the runs: CCP's 2-D proof of concept, LANML on UCI data, the ablations, MLRC's tuning
-step and the report."""
+step, the report and the scope that runs them."""
 
 from __future__ import annotations
 
@@ -101,7 +101,7 @@ class PROFSAblationConfig:
 
 @section
 class AblationConfig:
-    """The ablation studies (dvc.yaml ablation@ccp, ablation@profs): one fold per grid point."""
+    """The ablation studies (dvc.yaml ablation@paper-ccp, ablation@paper-profs): one fold per grid point."""
 
     fold: int = Field(0, ge=0)
     ccp: CCPAblationConfig = field(default_factory=CCPAblationConfig)
@@ -130,6 +130,14 @@ class TuneConfig:
     # run -> run: the first trains at the second's tuned values (the loss keys a family shares, e.g. ccp.c2.*)
     # and its own space, if any, is searched with those values fixed (pipeline/tuning.py)
     inherit: dict[str, str] = field(default_factory=dict)
+
+
+@section
+class ScopeConfig:
+    """What runs beside the chosen runs (conf/scope): dvc.yaml runs the paper's own stages (poc, lanml,
+    lanml_timing, ablation, report) once per entry, so `[paper]` runs them and `[]` (scope=methods) none."""
+
+    paper: list[Literal["paper"]] = Field(default_factory=lambda: ["paper"], max_length=1)
 
 
 @section

@@ -42,6 +42,7 @@ from PIL import Image
 from tqdm import tqdm
 
 from pipeline.data.manifest import MANIFEST_NAME, DataError, build_manifest
+from pipeline.data.transparency import without_alpha
 
 log = logging.getLogger(__name__)
 
@@ -182,9 +183,7 @@ def render_svg(svg: str, size: int) -> Image.Image:
 
     png = resvg_py.svg_to_bytes(svg_string=svg, width=size, height=size)
     with Image.open(io.BytesIO(bytes(png))) as im:
-        drawn = im.convert("RGBA")
-    canvas = Image.new("RGBA", drawn.size, (255, 255, 255, 255))
-    return Image.alpha_composite(canvas, drawn).convert("RGB")
+        return without_alpha(im, "white").convert("RGB")
 
 
 def write_emoji(

@@ -1,8 +1,7 @@
 """Image transforms: the deterministic one (embedding cache, validation, test) and the training one.
 
-Every image first loses its transparency: one with an alpha channel (RGBA, LA, a palette or colour marked
-transparent) is composited over ``data.background`` (white by default), as a viewer shows it; converting it
-straight to RGB, as PIL does, turns its transparent pixels into their stored colour, black for most drawings.
+Every image first loses its transparency: composited over ``data.background`` (white by default;
+pipeline/data/transparency.py).
 Evaluation: resize the shorter side to ``backbone.resize`` and centre-crop ``input_size`` (MLRC / CCP:
 256 then 227); with ``resize`` 0, resize the shorter side straight to ``input_size`` (the emoji default's square
 renders; the digit pairs' 2:1 images in finetune mode). ``pixels`` (the embedded default's digits): grey
@@ -17,21 +16,11 @@ the mean, std 1 (the Caffe BN-Inception weights; mean 104, 117, 128 in BGR order
 from __future__ import annotations
 
 import torch
-from PIL import Image, ImageColor
+from PIL import Image
 from torch import nn
 
 from pipeline.config import BackboneConfig
-
-TRANSPARENT_MODES = ("RGBA", "LA", "PA", "RGBa", "La")
-
-
-def without_alpha(image: Image.Image, background: str) -> Image.Image:
-    """`image` composited over the colour `background` when it has transparency; otherwise `image` itself."""
-    if image.mode not in TRANSPARENT_MODES and "transparency" not in image.info:
-        return image
-    drawn = image.convert("RGBA")
-    canvas = Image.new("RGBA", drawn.size, (*ImageColor.getrgb(background)[:3], 255))
-    return Image.alpha_composite(canvas, drawn).convert("RGB")
+from pipeline.data.transparency import without_alpha
 
 
 class ConvertMode:

@@ -93,11 +93,11 @@ def load(params, args) -> ReportInputs:
         alternating_runs=alternating,
         alternating_rows=subproblems[subproblems.run.isin(alternating)] if len(subproblems) else subproblems,
         ablations={
-            s: pd.read_csv(_need(Path(args.ablations) / f"{s}.csv", "ablation table", f"run ablation@{s}"))
+            s: pd.read_csv(_need(Path(args.ablations) / f"{s}.csv", "ablation table", f"run ablation@paper-{s}"))
             for s in ablation.STUDIES
         },
         lanml=[
-            read_json(_need(Path(args.lanml) / f"{d}.json", "LANML results", f"run lanml@{d}"))
+            read_json(_need(Path(args.lanml) / f"{d}.json", "LANML results", f"run lanml@paper-{d}"))
             for d in params.lanml.datasets
         ],
         poc=read_json(_need(Path(args.poc), "proof-of-concept results", "run the poc stage")),
@@ -156,7 +156,6 @@ def published(params, args) -> dict[str, list[Path]]:
         "metrics": [Path(args.metrics) / f"{r}.json" for r in runs],
         "spectra": [Path(args.spectra) / f"{r}.csv" for r in runs],
         "per_class": [Path(args.per_class) / f"{r}.csv" for r in runs],
-        "headline_metrics.json": [Path(args.headline)],
         "ablations": [Path(args.ablations) / f"{s}.csv" for s in ablation.STUDIES],
         "lanml": [Path(args.lanml) / f"{d}.json" for d in params.lanml.datasets],
         "tuned": sorted(Path(args.tuned).glob("*.json")),

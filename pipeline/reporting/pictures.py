@@ -19,6 +19,7 @@ import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 from PIL import Image  # noqa: E402
 
+from pipeline.data.transparency import without_alpha  # noqa: E402
 from pipeline.evaluation.knn import nearest_neighbours  # noqa: E402
 from pipeline.reporting.figures import save  # noqa: E402
 
@@ -54,12 +55,9 @@ def retrieved(
     return top, labels[top] == labels[queries][:, None]
 
 
-def _thumbnail(path: Path, side: int = 64) -> np.ndarray:
+def _thumbnail(path: Path, background: str, side: int = 64) -> np.ndarray:
     with Image.open(path) as image:
-        image = image.convert("RGBA")
-        canvas = Image.new("RGBA", image.size, (255, 255, 255, 255))
-        canvas.alpha_composite(image)
-        rgb = canvas.convert("RGB")
+        rgb = without_alpha(image, background).convert("RGB")
         if max(rgb.size) > side:  # shrink large images; small ones (digit pairs) keep their pixels
             rgb = rgb.resize((side, side), Image.Resampling.LANCZOS)
         return np.asarray(rgb)
@@ -74,11 +72,13 @@ def retrieval_figure(
     top: np.ndarray,
     right: np.ndarray | None,
     path: Path,
+    background: str,
     heading: str | None = None,
 ) -> None:
     """One row per query: the query, then its neighbours framed green (same class) or red (another class); grey
     when `right` is None (no classes known). `heading`: the title's second line (default: how many of the
-    fixed test queries' top-k neighbours are right)."""
+    fixed test queries' top-k neighbours are right). Transparent images are shown over `background`, as the
+    model saw them."""
     rows, k = top.shape
     fig, axes = plt.subplots(rows, k + 1, figsize=(1.15 * (k + 1), 1.3 * rows), squeeze=False)
     for r, q in enumerate(queries):
@@ -86,7 +86,7 @@ def retrieval_figure(
         cells = [(q, None)] + [(int(n), ok) for n, ok in zip(top[r], marks)]
         for c, (row, ok) in enumerate(cells):
             ax = axes[r, c]
-            ax.imshow(_thumbnail(images[row]), interpolation="nearest", aspect="auto")
+            ax.imshow(_thumbnail(images[row], background), interpolation="nearest", aspect="auto")
             ax.set_xticks([])
             ax.set_yticks([])
             colour = "black" if c == 0 else "grey" if ok is None else (RIGHT if ok else WRONG)
@@ -153,10 +153,10 @@ def class_names(prepared: Path) -> dict[int, str]:
 
 def run_pictures(job: tuple) -> None:
     """Both pictures of one run: job = (name, title, embeddings file, test image paths, class names, out folder,
-    queries, neighbours k, map classes, seed)."""
+    queries, neighbours k, map classes, seed, background)."""
     from pipeline.infra.io import read_npz
 
-    name, title, file, images, names, out, queries, k, map_classes, seed = job
+    name, title, file, images, names, out, queries, k, map_classes, seed, background = job
     z = read_npz(file, ("embeddings", "labels"), f"run the train stage of {name} again")
     x, labels = z["embeddings"], z["labels"]
     if len(images) != len(labels):
@@ -165,6 +165,7 @@ def run_pictures(job: tuple) -> None:
     split = query is not None and bool(query.any())  # In-shop: queries ranked against the gallery
     rows = query_rows(labels, queries, seed, query if split else None)
     top, right = retrieved(x, labels, rows, k, ~query if split else None)
-    retrieval_figure(title, images, labels, names, rows, top, right, Path(out) / "retrieval" / f"{name}.png")
+    picture = Path(out) / "retrieval" / f"{name}.png"
+    retrieval_figure(title, images, labels, names, rows, top, right, picture, background)
     points, point_labels = embedding_map(x, labels, drawn_classes(labels, map_classes, seed + 1), seed)
     map_figure(title, points, point_labels, names, Path(out) / "maps" / f"{name}.png")
