@@ -1,10 +1,12 @@
-"""docs/adding-a-method.md, done: a toy loss and a toy method family added to a temporary copy of the project,
-counting the files a person writes (the rest is generated), then trained by `dvc repro` on the tiny config.
+"""docs/adding-a-method.md, done: a toy loss, a toy miner and a toy method family added to a temporary copy of the
+project, counting the files a person writes (the rest is generated), then trained by `dvc repro` on the tiny config.
 
 Before the registries (issue 42) a loss took 5 files (its schema and the loss union, the builder's if-chain,
 conf/config.yaml, params.yaml, the papers' names) and a family about 12 (run lists and parsing, four config
-modules, names, claims, the report's prose, conf/, dvc.yaml). Now: a loss is its module (+ conf/config.yaml to
-train a run of it), a family its record module, its objective module, conf/config.yaml and dvc.yaml.
+modules, names, claims, the report's prose, conf/, dvc.yaml); a miner took 3 before issue 51 (its schema and the
+miner union in pipeline/config/miners.py, the builder's if-chain in pipeline/methods/baselines.py, the triplet
+miners' list the checks read). Now: a loss is its module (+ conf/config.yaml to train a run of it), a miner too,
+a family its record module, its objective module, conf/config.yaml and dvc.yaml.
 """
 
 from __future__ import annotations
@@ -42,6 +44,26 @@ def squared_contrastive(cfg, ctx):
 
     squared = distances.LpDistance(normalize_embeddings=False, power=2)
     return losses.ContrastiveLoss(pos_margin=0.0, neg_margin=cfg.neg_margin, distance=squared)
+'''
+
+TOY_MINER = '''"""Batch-hard triplets (Hermans et al. 2017): per anchor its farthest positive and nearest negative."""
+
+from typing import Literal
+
+from pipeline.infra.schema import section
+from pipeline.miners import register_miner
+
+
+@section
+class BatchHardMinerParams:
+    name: Literal["batch_hard"] = "batch_hard"
+
+
+@register_miner(BatchHardMinerParams, triplets=True)
+def batch_hard(cfg):
+    from pytorch_metric_learning import miners
+
+    return miners.BatchHardMiner()
 '''
 
 TOY_FAMILY = '''"""A toy family: each loss trained as it is (single) or with its loss doubled (double)."""
@@ -148,6 +170,20 @@ def test_a_loss_is_its_module(copy):
     assert "squared" in (copy / "params.yaml").read_text()
 
 
+def test_a_miner_is_its_module(copy):
+    (copy / "pipeline/miners/batch_hard.py").write_text(TOY_MINER)
+    config = copy / "conf/config.yaml"  # a baseline run with it, trained by default
+    edit(config, "experiment:\n  methods:\n", "experiment:\n  methods:\n  - hard\n")
+    edit(
+        config,
+        "\nbaselines:\n",
+        "\nbaselines:\n  hard:\n    loss:\n      name: triplet\n    miner:\n      name: batch_hard\n    p_switch: 0.2\n",
+    )
+    assert touched(copy) == {"pipeline/miners/batch_hard.py", "conf/config.yaml"}
+    regenerate_and_commit(copy, "a miner")
+    assert "batch_hard" in (copy / "params.yaml").read_text()  # and the checks know it mines triplets (p_switch)
+
+
 def test_a_family_is_four_files(copy):
     (copy / "pipeline/families/toy.py").write_text(TOY_FAMILY)
     (copy / "pipeline/methods/toy.py").write_text(TOY_OBJECTIVE)
@@ -173,8 +209,8 @@ def test_a_family_is_four_files(copy):
 
 
 def test_both_train_through_the_tiny_config(copy):
-    sh(DVC + ["repro", "train@squared", "train_toy"], copy)
-    runs = ["squared", "ms_single", "ms_double", "squared_contrastive_single", "squared_contrastive_double"]
+    sh(DVC + ["repro", "train@squared", "train@hard", "train_toy"], copy)
+    runs = ["squared", "hard", "ms_single", "ms_double", "squared_contrastive_single", "squared_contrastive_double"]
     for run in runs:
         assert (copy / f"data/models/{run}/fold-0-seed-0/summary.json").is_file(), run
     names = sh(
@@ -185,5 +221,7 @@ def test_both_train_through_the_tiny_config(copy):
         ],
         copy,
     )
-    assert "['squared', 'MS (single)', 'MS x2', 'Squared contrastive (single)', 'Squared contrastive x2']" in names
+    assert (
+        "['squared', 'hard', 'MS (single)', 'MS x2', 'Squared contrastive (single)', 'Squared contrastive x2']" in names
+    )
     assert "Data and pipelines are up to date" in sh(DVC + ["status", "train_toy"], copy)

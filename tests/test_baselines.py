@@ -12,7 +12,7 @@ from pipeline.config import params_from_dict
 from pipeline.evaluation.spectrum import singular_value_spectrum, spectral_decay
 from pipeline.losses.modules.quadruplet import QuadrupletLoss
 from pipeline.methods.baselines import BaselineObjective
-from pipeline.miners import RhoSwitchMiner, TripletPerAnchorMiner
+from pipeline.miners.modules.tuple_miners import RhoSwitchMiner, TripletPerAnchorMiner
 from tests.conftest import merge, project_params
 
 # four points on a line (1-D embeddings): classes 0, 0, 1, 2

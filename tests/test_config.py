@@ -33,7 +33,7 @@ def test_scientific_notation_loads_as_float(tmp_path, tiny_dict, text, value):
         ),
         (
             {"baselines": {"ms": {"miner": {"name": "hardest"}}}},
-            "params.yaml: baselines.ms.miner.name: 'hardest' is not one of 'none', 'multi_similarity'",
+            "params.yaml: baselines.ms.miner.name: 'hardest' is not one of 'distance_weighted', 'multi_similarity', 'none'",
         ),
         (
             {"baselines": {"ms": {"sampler": {"name": "greedy_coreset"}}}},

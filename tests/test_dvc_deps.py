@@ -14,6 +14,15 @@ def test_every_stage_depends_on_exactly_the_code_its_command_imports():
     assert not found, "run `python -m pipeline.infra.dvc_deps --write`: " + ", ".join(found)
 
 
+def test_only_the_stages_that_run_a_solver_or_model_depend_on_it():
+    """Loading params (pipeline/config, which every stage does) imports no LANML solver and no training code, so an
+    edit to them reruns only the stages that run them."""
+    config = {p.as_posix() for p in closure("pipeline.config")}
+    assert not any(p.startswith(("pipeline/linear/", "pipeline/methods/", "pipeline/training")) for p in config)
+    for stage in ("prepare", "embed", "evaluate", "export", "pictures", "report"):
+        assert not any(d.startswith("pipeline/linear") for d in wanted_deps(f"stages.{stage}")), stage
+
+
 def test_each_excluded_module_exists_and_some_stage_imports_it():
     yaml_stages = dvc_deps._yaml().load(ROOT / "dvc.yaml")["stages"]
     imported = set().union(*(closure(dvc_deps.stage_module(n, str(s["cmd"]))) for n, s in yaml_stages.items()))

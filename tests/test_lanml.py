@@ -326,3 +326,17 @@ def test_lanml_table_names_methods_as_the_paper_does():
         "| LANML- (`lanml_minus`) | 95.00 ± 1.00 | 95.00 ± 1.00 | 99.79 ± 2.09 | -4.79 |",
         "| ITML (`itml`) | 95.00 ± 1.00 | 95.00 ± 1.00 | - | - |",
     ]
+
+
+def test_the_grid_keys_params_accept_are_the_fit_functions_keywords():
+    """pipeline/config declares what lanml.grids may search (so that loading params imports no solver); it must
+    be every fit function's keyword arguments less the data, the seed and what the protocol sets."""
+    import inspect
+
+    from pipeline.config.studies import LANML_GRID_KEYS, LANML_METHODS
+    from pipeline.linear.methods import METHODS
+
+    assert list(LANML_GRID_KEYS) == list(METHODS) == LANML_METHODS
+    for method, fit in METHODS.items():
+        keywords = set(inspect.signature(fit).parameters) - {"x", "y", "random_state", "k_similar", "m0"}
+        assert tuple(sorted(keywords)) == LANML_GRID_KEYS[method], method

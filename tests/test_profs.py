@@ -155,7 +155,7 @@ def test_softtriple_hncm_uses_the_nearest_centres(profs_setup):
 def test_one_negative_per_positive_hand_built():
     from pytorch_metric_learning.distances import LpDistance
 
-    from pipeline.miners import OneNegativePerPositiveMiner
+    from pipeline.miners.modules.tuple_miners import OneNegativePerPositiveMiner
 
     miner = OneNegativePerPositiveMiner(distance=LpDistance(normalize_embeddings=False))
     anchors, anchor_labels = torch.tensor([[0.0], [10.0]]), torch.tensor([0, 1])

@@ -3,14 +3,13 @@ ParamsError naming the key."""
 
 from __future__ import annotations
 
-import inspect
-
 from PIL import ImageColor
 
 from pipeline.config.base import ParamsError, dotted, to_dict
-from pipeline.config.miners import TRIPLET_MINERS
+from pipeline.config.studies import LANML_GRID_KEYS
 from pipeline.families import families
 from pipeline.losses import loss_records
+from pipeline.miners import miner_records
 
 
 def check_consistency(p, source: str) -> None:
@@ -64,12 +63,13 @@ def _check_runs(p, source: str) -> None:
         raise ParamsError(f"{source}: experiment.methods: duplicate method names")
     batch = p.train.classes_per_batch * p.train.images_per_class
     xbm_losses = [loss for loss, record in loss_records().items() if record.xbm]
+    triplet_miners = [miner for miner, record in miner_records().items() if record.triplets]
     for name, run in p.baselines.items():
         key = f"{source}: baselines.{name}"
-        if run.p_switch > 0 and run.miner.name not in TRIPLET_MINERS:
+        if run.p_switch > 0 and run.miner.name not in triplet_miners:
             raise ParamsError(
                 f"{key}.p_switch: rho-regularisation switches mined triplets; needs a miner "
-                f"in {list(TRIPLET_MINERS)}, got {run.miner.name!r}"
+                f"in {triplet_miners}, got {run.miner.name!r}"
             )
         if run.xbm_batches and run.loss.name not in xbm_losses:
             raise ParamsError(
@@ -135,15 +135,13 @@ _GAMMA_SIGNS = {
 
 
 def _check_lanml_grids(cfg, source: str) -> None:
-    from pipeline.linear.methods import METHODS  # local import: light (numpy/scipy)
-
     for method, grid in cfg.grids.items():
         key = f"{source}: lanml.grids.{method}"
-        if method not in METHODS:
-            raise ParamsError(f"{key}: unknown method (valid: {', '.join(METHODS)})")
+        if method not in LANML_GRID_KEYS:
+            raise ParamsError(f"{key}: unknown method (valid: {', '.join(LANML_GRID_KEYS)})")
         if not isinstance(grid, dict):
             raise ParamsError(f"{key}: must map hyperparameter names to lists of values")
-        accepted = set(inspect.signature(METHODS[method]).parameters) - {"x", "y", "random_state", "k_similar", "m0"}
+        accepted = LANML_GRID_KEYS[method]
         for name, values in grid.items():
             if name not in accepted:
                 raise ParamsError(f"{key}.{name}: unknown hyperparameter (valid: {', '.join(sorted(accepted))})")

@@ -8,13 +8,16 @@ from typing import Annotated, Literal, Union
 
 from pydantic import Field
 
-from pipeline.config.miners import BaselineMiner, NoMinerParams
 from pipeline.families import MethodConfig
 from pipeline.infra.schema import section
 from pipeline.losses import loss_schemas
+from pipeline.miners import miner_schemas
+from pipeline.miners.library import NoMinerParams
 
 # a baseline's loss: any registered loss with a name tag, chosen by loss.name (pipeline/losses)
 BaselineLoss = Annotated[Union[loss_schemas()], Field(discriminator="name")]  # noqa: UP007 (a tuple of types)
+# its miner: any registered miner, chosen by miner.name (pipeline/miners)
+BaselineMiner = Annotated[Union[miner_schemas()], Field(discriminator="name")]  # noqa: UP007 (a tuple of types)
 
 
 @section

@@ -33,6 +33,19 @@ LanmlDataset = Literal[
 ]
 LanmlMethod = Literal["euclidean", "lanml_minus", "lanml_plus", "pnca", "nca", "lmnn", "itml", "scml", "gmml"]
 LANML_METHODS = list(get_args(LanmlMethod))
+# what `lanml.grids.<method>` may search: each fit function's keyword arguments less the data, the seed and what
+# the protocol sets itself (k_similar, the warm start m0); pipeline/linear/methods.py, tests/test_lanml.py checks
+LANML_GRID_KEYS: dict[str, tuple[str, ...]] = {
+    "euclidean": (),
+    "lanml_minus": ("gamma1", "gamma2", "lam", "smoothing_min", "tol"),
+    "lanml_plus": ("gamma1", "gamma2", "lam", "smoothing_min", "tol"),
+    "pnca": ("alpha",),
+    "nca": (),
+    "lmnn": ("n_neighbors", "regularization"),
+    "itml": ("gamma",),
+    "scml": (),
+    "gmml": ("reg", "t"),
+}
 
 
 @section
@@ -70,8 +83,7 @@ class LanmlConfig:
     solver_tol: float = Field(1e-7, gt=0.0)
     smoothing_min: float = Field(1e-4, gt=0.0)
     workers: Workers = "auto"  # cross-validation and refit jobs in this many processes, one BLAS thread each
-    # method -> {hyperparameter: values}; every combination is cross-validated (checked against the
-    # methods' signatures in pipeline/config/checks.py)
+    # method -> {hyperparameter: values}; every combination is cross-validated (keys: LANML_GRID_KEYS)
     grids: dict[str, Any] = field(default_factory=dict)
 
 

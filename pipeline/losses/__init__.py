@@ -18,7 +18,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from pipeline.infra.registry import import_modules
+from pipeline.infra.registry import import_modules, schema_tag
 
 
 @dataclass(frozen=True)
@@ -48,12 +48,6 @@ class LossRecord:
 
 
 _RECORDS: dict[str, LossRecord] = {}
-
-
-def schema_tag(schema: type) -> str | None:
-    """The default of a schema's ``name`` field (its tag in a ``loss:`` mapping), or None."""
-    field = getattr(schema, "__dataclass_fields__", {}).get("name")
-    return field.default if field is not None else None
 
 
 def register_loss(schema: type, *, name: str | None = None, xbm: bool = False):

@@ -1,32 +1,19 @@
 """Baselines: one run = a loss, a miner, a batch sampler, optional rho-regularisation and XBM.
 
-The loss comes from the registry (pipeline/losses); miners from pytorch-metric-learning where it has them, the
-Revisiting triplet miners (random, semihard, softhard) and rho-regularisation are ours (pipeline/miners.py).
+The loss and the miner come from their registries (pipeline/losses, pipeline/miners); rho-regularisation is ours
+(pipeline/miners/modules/tuple_miners.py).
 """
 
 from __future__ import annotations
 
-from pytorch_metric_learning import losses, miners
+from pytorch_metric_learning import losses
 
 from pipeline.config import BaselineConfig, TrainConfig
 from pipeline.losses import LossContext, build_loss
-from pipeline.losses.modules.pair_losses import euclidean
 from pipeline.methods.objective import Objective
-from pipeline.miners import RhoSwitchMiner, TripletPerAnchorMiner
+from pipeline.miners import build_miner
+from pipeline.miners.modules.tuple_miners import RhoSwitchMiner
 from pipeline.samplers import ClassBatchSampler, RandomClassBatchSampler
-
-
-def build_miner(cfg):
-    """The miner a run's `miner:` mapping names (None for `none`)."""
-    if cfg.name == "none":
-        return None
-    if cfg.name == "multi_similarity":
-        return miners.MultiSimilarityMiner(epsilon=cfg.epsilon)
-    if cfg.name == "distance_weighted":
-        return miners.DistanceWeightedMiner(cutoff=cfg.cutoff, nonzero_loss_cutoff=cfg.nonzero_loss_cutoff)
-    if cfg.name in TripletPerAnchorMiner.RULES:
-        return TripletPerAnchorMiner(cfg.name, distance=euclidean())
-    raise ValueError(f"unknown miner {cfg.name!r}")
 
 
 class BaselineObjective(Objective):

@@ -64,7 +64,7 @@ from pipeline.families.profs import LOSSES, VARIANTS
 from pipeline.losses import LossContext, build_loss
 from pipeline.losses.modules.pair_losses import similarity
 from pipeline.methods.objective import Objective, projection_penalty, trainable
-from pipeline.miners import OneNegativePerPositiveMiner
+from pipeline.miners.modules.tuple_miners import OneNegativePerPositiveMiner
 from pipeline.samplers import ClassBatchSampler
 
 MINED_LOSSES = ("contrastive", "triplet", "margin")  # one hard negative per positive (section 5.3)
