@@ -13,6 +13,7 @@ it belongs to. This module imports no torch, so stages that only dispatch or rep
 from __future__ import annotations
 
 import dataclasses
+from pathlib import Path
 
 from pipeline.families import Family, families
 
@@ -55,6 +56,19 @@ def model_ids(params) -> list[tuple[int, int]]:
 def model_name(fold: int, seed: int) -> str:
     """A model's folder / log file name (data/models/<run>/<name>, reports/train_logs/<run>/<name>.csv)."""
     return f"fold-{fold}-seed-{seed}"
+
+
+def model_logs(folder: Path, runs: list[str], models: list[tuple[int, int]], what: str):
+    """(run, fold, seed, table) of each run's per-model CSV `folder/<run>/<model>.csv` (training logs, CCP's
+    sub-problem rows), runs in order, then models; a missing file stops with one line naming it and `what`."""
+    import pandas as pd
+
+    for run in runs:
+        for fold, seed in models:
+            path = folder / run / f"{model_name(fold, seed)}.csv"
+            if not path.is_file():
+                raise FileNotFoundError(f"{path}: {what} not found (run the train stage of {run})")
+            yield run, fold, seed, pd.read_csv(path)
 
 
 def run_train_config(params, name: str):

@@ -71,7 +71,7 @@ TOY_FAMILY = '''"""A toy family: each loss trained as it is (single) or with its
 from dataclasses import field
 from typing import Literal
 
-from pipeline.families import Family, MethodConfig, register_family
+from pipeline.families import Claim, Family, MethodConfig, register_family
 from pipeline.infra.schema import section
 from pipeline.losses.revisiting import MultiSimilarityLossParams
 from pipeline.losses.squared_contrastive import SquaredContrastiveLossParams
@@ -96,6 +96,10 @@ FAMILY = register_family(
         variants=VARIANTS,
         variant_lists={"variants": tuple(VARIANTS)},
         objective="pipeline.methods.toy",
+        claims=lambda params: [
+            Claim(f"{LOSSES[loss]}: doubling the loss helps", "a toy paper", f"{loss}_single", f"{loss}_double")
+            for loss in params.toy.losses
+        ],
     )
 )
 '''
@@ -145,7 +149,8 @@ def copy(tmp_path_factory):
     repo = tmp_path_factory.mktemp("extended")
     for name in ("pipeline", "stages", "reference", "conf", "tests"):
         shutil.copytree(ROOT / name, repo / name, ignore=shutil.ignore_patterns("__pycache__"))
-    for name in ("dvc.yaml", ".dvcignore", "pyproject.toml"):
+    for name in ("dvc.yaml", ".dvcignore", "pyproject.toml", "reports/emoji/claims.csv"):  # the last: the report's
+        (repo / name).parent.mkdir(parents=True, exist_ok=True)  # companion table
         shutil.copy(ROOT / name, repo / name)
     # one seed: the point is that the new runs train, not their spread
     write_params_like_dvc(
@@ -225,3 +230,18 @@ def test_both_train_through_the_tiny_config(copy):
         "['squared', 'hard', 'MS (single)', 'MS x2', 'Squared contrastive (single)', 'Squared contrastive x2']" in names
     )
     assert "Data and pipelines are up to date" in sh(DVC + ["status", "train_toy"], copy)
+
+
+def test_a_familys_claims_reach_the_claims_table(copy):
+    """The toy family's record declares a claim per loss; the report tests them beside the papers' (the claims
+    forest draws every row of claims.csv)."""
+    import pandas as pd
+
+    sh(DVC + ["repro", "report@paper"], copy)
+    table = pd.read_csv(copy / "reports" / "claims.csv").set_index("claim")
+    for loss in ("MS", "Squared contrastive"):
+        row = table.loc[f"{loss}: doubling the loss helps"]
+        assert row.source == "a toy paper" and row.pairs == 2 and row.verdict != "not run", row  # both runs measured
+    assert (
+        "| Squared contrastive: doubling the loss helps | a toy paper |" in (copy / "reports" / "claims.md").read_text()
+    )

@@ -1,24 +1,26 @@
-"""The claims table (pipeline/reporting/claims.py) and the papers' run names (pipeline/reporting/names.py)."""
+"""The claims table (pipeline/reporting/claims.py, its statistics pipeline/evaluation/paired.py) and the papers' run
+names (pipeline/reporting/names.py)."""
 
 import numpy as np
 import pandas as pd
 import pytest
 from scipy import stats
 
+from pipeline.config import params_from_dict
+from pipeline.evaluation.paired import cluster_bootstrap, holm, verdict
+from pipeline.families import Claim
 from pipeline.reporting.claims import (
     RANGE_END,
     STILL_IMPROVING,
-    Claim,
     arm_differences,
     claims_markdown,
     claims_table,
-    cluster_bootstrap,
     flagged_runs_note,
-    holm,
     paper_claims,
-    verdict,
 )
 from pipeline.reporting.names import label, paper_name
+from tests.conftest import merge
+from tests.conftest import project_params as project_dict
 
 
 def run_metrics(map_at_r: list[float], p1: list[float] | None = None) -> dict:
@@ -131,7 +133,7 @@ def test_proof_of_concept_claim_pairs_by_seed():
         "ccp": {"seeds": {"seed_0": {"test_map_at_r": 0.90}, "seed_1": {"test_map_at_r": 0.92}}},
         "sample_ccp": {"seeds": {"seed_0": {"test_map_at_r": 0.95}, "seed_1": {"test_map_at_r": 0.95}}},
     }
-    claim = next(c for c in paper_claims([], []) if c.where == "poc")
+    claim = next(c for c in paper_claims(project_params()) if c.where == "poc")
     row = claims_table([claim], {}, poc).iloc[0]
     assert row.map_at_r_diff == pytest.approx(4.0) and np.isnan(row.precision_at_1_diff)  # MAP@R only in 2-D
     assert (row.pairs, row.folds) == (2, 2)  # the seeds are its unit
@@ -174,7 +176,7 @@ def test_the_proof_of_concept_is_under_the_cap_rule():
             }
         }
 
-    claim = next(c for c in paper_claims([], []) if c.where == "poc")
+    claim = next(c for c in paper_claims(project_params()) if c.where == "poc")
     poc = {"ccp": seeds([0.90, 0.91, 0.92], [True, False, False]), "sample_ccp": seeds([0.95] * 3, [False] * 3)}
     assert claims_table([claim], {}, poc).verdict.iloc[0] == "reproduced"  # one seed cut: the rule allows it
     poc["sample_ccp"] = seeds([0.95] * 3, [True, True, False])
@@ -195,8 +197,19 @@ def test_arm_differences_name_each_setting_that_differs():
     )
 
 
+def project_params(**sections):
+    """The committed params.yaml, with `sections` merged in."""
+    return params_from_dict(merge(project_dict(), sections))
+
+
 def test_paper_claims_cover_the_issue_list():
-    claims = paper_claims(["c1", "c2", "ms", "triplet"], ["contrastive", "triplet", "ms"])
+    """Declared by the families' records (CCP, PROFS) and report.claims (the baselines'); the MLRC runs' first."""
+    claims = paper_claims(
+        project_params(
+            ccp={"losses": ["c1", "c2", "ms", "triplet"]}, profs={"losses": ["contrastive", "triplet", "ms"]}
+        )
+    )
+    assert claims[-1].where == "poc" and all(c.where == "runs" for c in claims[:-1])
     pairs = {(c.base, c.better) for c in claims}
     for loss in ("c1", "c2", "ms", "triplet"):
         assert {(f"{loss}_loss_proxy", f"{loss}_ccp"), (f"{loss}_batch", f"{loss}_loss_proxy")} <= pairs

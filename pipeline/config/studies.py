@@ -9,7 +9,7 @@ from typing import Annotated, Any, Literal, get_args
 from pydantic import Field
 
 from pipeline.config.run import Workers
-from pipeline.families import ccp, profs
+from pipeline.families import Claim, ccp, profs
 from pipeline.infra.schema import section
 
 LanmlDataset = Literal[
@@ -164,6 +164,9 @@ class ReportConfig:
     # other data sets' claims tables drawn beside this one in figures/claims_forest.png ("<name>=<claims.csv>";
     # a list, so that a data set's conf can clear it)
     companions: list[Annotated[str, Field(pattern=r"^[\w-]+=.+\.csv$")]] = field(default_factory=list)
+    # the papers' claims about the baselines (`better` beats `base`, claims.md); a family declares its own claims
+    # in its record (pipeline/families)
+    claims: list[Claim] = field(default_factory=list)
     # pictures (stage pictures): fixed test queries and their top-k per run; classes on the t-SNE map
     retrieval_queries: int = Field(6, ge=1)
     retrieval_k: int = Field(5, ge=1)

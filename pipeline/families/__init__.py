@@ -4,8 +4,9 @@ every variant of a list, configured by one params section.
 A family's module here declares its section's schema and registers a :class:`Family`; nothing else lists
 families: the params root gets a section per family (pipeline/config/loader.py), pipeline/runs.py names and
 parses the runs (``<loss>_<variant>``), the training stage builds each run's objective with the module the record
-names (its ``build_objective``), and the report prints the papers' names from the record. Family modules import
-no torch (params load without it); the objective module does.
+names (its ``build_objective``), and the report prints the papers' names from the record and tests the papers'
+claims about the family's runs that the record declares (the claims table, pipeline/reporting/claims.py). Family
+modules import no torch (params load without it); the objective module does.
 """
 
 from __future__ import annotations
@@ -26,6 +27,19 @@ class MethodConfig:
     embedding_norm: Literal["l2", "lipschitz", "none"] = "l2"
 
 
+@section(frozen=True)
+class Claim:
+    """A paper's claim that run `better` beats run `base`, measured ``where``: ``runs`` (the MLRC fold x seed models)
+    or ``poc`` (the 2-D proof of concept's seeds, CCP Fig. 2). Declared by a family's record, or for the baselines
+    in ``report.claims``."""
+
+    text: str
+    source: str
+    base: str
+    better: str
+    where: Literal["runs", "poc"] = "runs"
+
+
 @dataclass(frozen=True)
 class Family:
     """A family of runs ``<loss>_<variant>``.
@@ -41,7 +55,8 @@ class Family:
     - stage_keys: per variant list, the section's keys its stage depends on besides the loss's own section (None:
       the whole section), which is also what a run records (pipeline/runs.py run_record);
     - own_budget: the section's max_epochs / patience (0: train's) are the family's training budget;
-    - check: a cross-field rule on the whole params, returning a problem ``"<key>: ..."`` or None.
+    - check: a cross-field rule on the whole params, returning a problem ``"<key>: ..."`` or None;
+    - claims: the papers' claims about its runs, for the whole params (its losses configured, the batch).
     """
 
     section: str
@@ -53,6 +68,7 @@ class Family:
     stage_keys: dict[str, tuple[str, ...]] | None = None
     own_budget: bool = False
     check: Callable[[Any], str | None] = field(default=lambda params: None)
+    claims: Callable[[Any], list[Claim]] = field(default=lambda params: [])
 
     def trained_variants(self, cfg) -> list[str]:
         """The variants section `cfg` trains, in run order."""

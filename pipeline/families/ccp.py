@@ -9,7 +9,7 @@ from typing import Literal
 
 from pydantic import Field
 
-from pipeline.families import Family, MethodConfig, register_family
+from pipeline.families import Claim, Family, MethodConfig, register_family
 from pipeline.infra.schema import section
 from pipeline.losses.ccp import C2Config, CosineContrastiveLossParams
 from pipeline.losses.revisiting import MultiSimilarityLossParams, TripletLossParams
@@ -76,6 +76,26 @@ def _check(params) -> str | None:
     return None
 
 
+def _claims(params) -> list[Claim]:
+    """CCP Fig. 4a per loss configured; Fig. 2's 2-D comparison (the poc stage, whatever the losses)."""
+    out = []
+    for loss in params.ccp.losses:
+        name = LOSSES[loss]
+        out.append(
+            Claim(
+                f"{name}: CCP beats Loss-Proxy (alternating proxies help)",
+                "CCP Fig. 4a",
+                f"{loss}_loss_proxy",
+                f"{loss}_ccp",
+            )
+        )
+        out.append(
+            Claim(f"{name}: Loss-Proxy beats the loss on batches", "CCP Fig. 4a", f"{loss}_batch", f"{loss}_loss_proxy")
+        )
+    sample_based = "2-D: sample-based CCP beats proxy-based CCP (98.06 vs 97.21 MAP@R on MNIST)"
+    return [*out, Claim(sample_based, "CCP Fig. 2, section 5.3", "ccp", "sample_ccp", where="poc")]
+
+
 FAMILY = register_family(
     Family(
         section="ccp",
@@ -91,5 +111,6 @@ FAMILY = register_family(
         objective="pipeline.methods.ccp",
         stage_keys={"variants": SHARED_KEYS, "alternating": (*SHARED_KEYS, *ALGORITHM_1_KEYS)},
         check=_check,
+        claims=_claims,
     )
 )

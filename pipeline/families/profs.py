@@ -8,7 +8,7 @@ from typing import Literal
 
 from pydantic import Field
 
-from pipeline.families import Family, MethodConfig, register_family
+from pipeline.families import Claim, Family, MethodConfig, register_family
 from pipeline.infra.schema import section
 from pipeline.losses.revisiting import (
     AngularLossParams,
@@ -80,6 +80,17 @@ def _check(params) -> str | None:
     return None
 
 
+def _claims(params) -> list[Claim]:
+    """PROFS Tables 1-2 per loss configured (at batch 128 there, which the source says when ours differs)."""
+    batch = params.train.classes_per_batch * params.train.images_per_class
+    source = "PROFS Tables 1-2" + (f" (batch 128 there; {batch} here, both arms)" if batch != 128 else "")
+    out = []
+    for loss in params.profs.losses:
+        out.append(Claim(f"{loss}: PROFS beats the plain loss", source, f"{loss}_plain", f"{loss}_profs"))
+        out.append(Claim(f"{loss}: PROFS-HNCM beats PROFS", source, f"{loss}_profs", f"{loss}_profs_hncm"))
+    return out
+
+
 FAMILY = register_family(
     Family(
         section="profs",
@@ -90,5 +101,6 @@ FAMILY = register_family(
         objective="pipeline.methods.profs",
         own_budget=True,
         check=_check,
+        claims=_claims,
     )
 )

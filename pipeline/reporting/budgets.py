@@ -24,20 +24,17 @@ from pathlib import Path
 
 import pandas as pd
 
-from pipeline.runs import model_name
+from pipeline.runs import model_logs, model_name
 
 UNITS = {"subproblem": "sub-problems", "projection": "projections"}  # log column -> what the table calls it
 
 
 def read_logs(folder: Path, runs: list[str], models: list[tuple[int, int]]) -> pd.DataFrame:
     """Every epoch row of the given runs and models, with `run` and `model` columns."""
-    frames = []
-    for run in runs:
-        for fold, seed in models:
-            path = folder / run / f"{model_name(fold, seed)}.csv"
-            if not path.is_file():
-                raise FileNotFoundError(f"{path}: training log not found (run the train stage of {run})")
-            frames.append(pd.read_csv(path).assign(run=run, model=model_name(fold, seed)))
+    frames = [
+        t.assign(run=run, model=model_name(fold, seed))
+        for run, fold, seed, t in model_logs(folder, runs, models, "training log")
+    ]
     return (
         pd.concat(frames, ignore_index=True)
         if frames

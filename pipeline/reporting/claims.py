@@ -1,21 +1,17 @@
 """The claims table: each claim of the papers that the configured runs can test, with a verdict.
 
-A claim says that run `better` beats run `base`. The evidence is paired: the two runs train a model
-on the same MLRC fold with the same replicate seed (from the same initial network, on the same
-batches until the methods differ), so each (fold, seed) gives one difference better - base of the
-separated test metric (in points, i.e. % units). The unit of replication is the **fold**, not the model:
-a fold's seeds share its training and validation classes and fail together, so 4 folds x 2 seeds are
-nearer 4 observations than 8. Two 95% intervals of the mean difference:
-- ``t``: the t interval over the fold means (each fold's difference averaged over its seeds; F - 1 degrees of
-  freedom): what another draw of folds would give on these test classes;
-- ``bootstrap``: a cluster bootstrap that resamples the folds, then the test classes (a class's queries move
-  together), and recomputes the mean of the fold means; the claim is about classes the models never saw, so the
-  sample of test classes is part of the uncertainty.
-The verdict needs both (decided on MAP@R): reproduced when both lie above 0, contradicted when both lie below,
-inconclusive otherwise. Beside it, Holm's step-down adjustment over the claims tested on this data set (each with
-the larger of its two p-values, the test both intervals must pass): a family of about 19 claims at 95% would show
-one false verdict in a typical report. The 2-D proof of concept (CCP Fig. 2) pairs the variants by ``poc.seeds``
-(seeds are its unit) and has the t interval only.
+The claims are declared by the method families' records (pipeline/families) and, for the baselines, in
+``report.claims`` (conf/config.yaml). A claim says that run `better` beats run `base`. The evidence is paired: the
+two runs train a model on the same MLRC fold with the same replicate seed (from the same initial network, on the
+same batches until the methods differ), so each (fold, seed) gives one difference better - base of the separated
+test metric (in points, i.e. % units), with the fold as the unit of replication and two 95% intervals of the mean
+difference, t over the fold means and a fold-then-class cluster bootstrap (the statistics:
+pipeline/evaluation/paired.py); the claim is about classes the models never saw, so the sample of test classes is
+part of the uncertainty. The verdict needs both (decided on MAP@R): reproduced when both lie above 0, contradicted
+when both lie below, inconclusive otherwise. Beside it, Holm's step-down adjustment over the claims tested on this
+data set (each with the larger of its two p-values, the test both intervals must pass): a family of about 19 claims
+at 95% would show one false verdict in a typical report. The 2-D proof of concept (CCP Fig. 2) pairs the variants
+by ``poc.seeds`` (seeds are its unit) and has the t interval only.
 
 A claim whose runs are not configured is "not run", never left out. A compared model that failed
 (pipeline/reporting/budgets.py ``failed``: it kept epoch 0 or 1, or its validation MAP@R never rose above the
@@ -33,13 +29,19 @@ fold or on the metric.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 import numpy as np
 import pandas as pd
-from scipy import stats
 
-from pipeline.evaluation.intervals import LEVEL, mean_interval
+from pipeline.evaluation.intervals import LEVEL
+from pipeline.evaluation.paired import (
+    cluster_bootstrap,
+    holm,
+    model_fold,
+    sign_flips_leaving_one_out,
+    t_over_units,
+    verdict,
+)
+from pipeline.families import Claim, families
 from pipeline.infra.runtime import derive_seed
 from pipeline.reporting.names import label
 
@@ -47,60 +49,11 @@ METRICS = (("map_at_r", "MAP@R"), ("precision_at_1", "P@1"))  # the first decide
 POC = "poc"  # the claims measured by the 2-D proof of concept, not by the MLRC runs
 
 
-@dataclass(frozen=True)
-class Claim:
-    text: str
-    source: str
-    base: str
-    better: str
-    where: str = "runs"  # runs: the MLRC fold x seed models; poc: the 2-D proof of concept's seeds
-
-
-def paper_claims(ccp_losses, profs_losses, batch: int = 128) -> list[Claim]:
-    """The claims the default can test, for the CCP and PROFS losses configured; `batch`: the runs' batch size (the
-    PROFS tables are at 128, which the source column says when it differs)."""
-    profs_source = "PROFS Tables 1-2" + (f" (batch 128 there; {batch} here, both arms)" if batch != 128 else "")
-    out = []
-    for loss in ccp_losses:
-        name = loss.upper() if loss in ("c1", "c2", "ms") else loss.capitalize()
-        out.append(
-            Claim(
-                f"{name}: CCP beats Loss-Proxy (alternating proxies help)",
-                "CCP Fig. 4a",
-                f"{loss}_loss_proxy",
-                f"{loss}_ccp",
-            )
-        )
-        out.append(
-            Claim(f"{name}: Loss-Proxy beats the loss on batches", "CCP Fig. 4a", f"{loss}_batch", f"{loss}_loss_proxy")
-        )
-    for loss in profs_losses:
-        out.append(Claim(f"{loss}: PROFS beats the plain loss", profs_source, f"{loss}_plain", f"{loss}_profs"))
-        out.append(Claim(f"{loss}: PROFS-HNCM beats PROFS", profs_source, f"{loss}_profs", f"{loss}_profs_hncm"))
-    out += [
-        Claim("ANML-Lifted beats Lifted", "ANML Table 3", "lifted", "anml_lifted"),
-        Claim("ANML-N-pair beats N-pair", "ANML Table 3", "npair", "anml_npair"),
-        Claim("DANML beats MS", "ANML Tables 4-6", "ms", "danml"),
-        Claim(
-            "R-Margin beats Margin (rho-regularisation helps)",
-            "Revisiting suppl. Table 5 (also 4, 6)",
-            "margin_d",
-            "r_margin_d",
-        ),
-        Claim(
-            "2-D: sample-based CCP beats proxy-based CCP (98.06 vs 97.21 MAP@R on MNIST)",
-            "CCP Fig. 2, section 5.3",
-            "ccp",
-            "sample_ccp",
-            where=POC,
-        ),
-    ]
-    return out
-
-
-def model_fold(model: str) -> int:
-    """The MLRC fold of a model key of the metrics files (``fold_<k>_seed_<s>``)."""
-    return int(model.split("_")[1])
+def paper_claims(params) -> list[Claim]:
+    """The claims the runs can test: each family's (its record, pipeline/families) and the baselines'
+    (``report.claims``), those on the MLRC runs first, then those on the proof of concept."""
+    declared = [c for family in families().values() for c in family.claims(params)] + list(params.report.claims)
+    return [c for c in declared if c.where == "runs"] + [c for c in declared if c.where == POC]
 
 
 def _paired(metrics: dict, base: str, better: str, metric: str, models: list[str]) -> np.ndarray:
@@ -114,81 +67,6 @@ def _poc_paired(poc: dict, base: str, better: str, metric: str) -> np.ndarray | 
     if key not in next(iter(seeds.values())):
         return None  # the proof of concept measures MAP@R only
     return 100 * np.array([poc[better]["seeds"][s][key] - seeds[s][key] for s in sorted(seeds)])
-
-
-def unit_means(diffs: np.ndarray, units: np.ndarray) -> np.ndarray:
-    """Each unit's mean difference (a fold's over its seeds), units in ascending order."""
-    return np.array([diffs[units == u].mean() for u in np.unique(units)])
-
-
-def t_over_units(diffs: np.ndarray, units: np.ndarray) -> tuple[float, float, float]:
-    """The mean difference over the units (folds: each fold's mean over its seeds), its 95% t interval's half-width
-    and the two-sided p-value of the t-test of mean 0, with the units as the sample (NaN below two units)."""
-    means = unit_means(diffs, units)
-    mean, half = mean_interval(means)
-    if len(means) < 2:
-        return mean, float("nan"), float("nan")
-    if np.ptp(means) <= 1e-9 * max(1.0, abs(mean)):  # no spread (to rounding): t is infinite, or 0 / 0 at no difference
-        return mean, 0.0, 1.0 if abs(mean) <= 1e-9 else 0.0
-    return mean, half, float(stats.ttest_1samp(means, 0.0).pvalue)
-
-
-def cluster_bootstrap(
-    base: pd.DataFrame, better: pd.DataFrame, models: list[str], metric: str, samples: int, seed: int
-) -> tuple[float, float, float]:
-    """Percentile interval (LEVEL) of the mean paired difference better - base in points, and its two-sided
-    bootstrap p-value, resampling folds, then test classes: the folds are the unit (a fold's seeds share its
-    validation classes and fail together), the test classes are what the claim is about.
-
-    base / better: per-class scores (rows: test classes, ``queries`` and ``<model>:<metric>`` columns, from the
-    evaluate stage). With d[p, c] the summed per-query difference of model pair p on class c and n[c] the class's
-    queries, a replicate with fold counts u (F folds) and class counts w gives
-    sum_f u_f mean_{p in f} (sum_c w_c d[p, c] / sum_c w_c n[c]) / F; with every count 1 that is the mean over
-    folds of the fold means. p = 2 min(share of replicates <= 0, share >= 0), at most 1."""
-    if not base.index.equals(better.index) or not base["queries"].equals(better["queries"]):
-        raise ValueError("claims: the runs were evaluated on different test classes")
-    n = base["queries"].to_numpy(np.float64)
-    d = np.stack([(better[f"{m}:{metric}"] - base[f"{m}:{metric}"]).to_numpy(np.float64) * n for m in models])
-    folds = np.array([model_fold(m) for m in models])
-    names = np.unique(folds)
-    average = np.stack([(folds == f) / (folds == f).sum() for f in names], axis=1)  # pairs x folds
-    rng = np.random.default_rng(seed)
-    classes = len(n)
-    u = rng.multinomial(len(names), np.full(len(names), 1 / len(names)), size=samples).astype(np.float64)
-    w = rng.multinomial(classes, np.full(classes, 1 / classes), size=samples).astype(np.float64)
-    per_pair = (w @ d.T) / (w @ n)[:, None]  # replicate x pair
-    stat = 100 * ((per_pair @ average) * u).sum(axis=1) / len(names)
-    tail = 100 * (1 - LEVEL) / 2
-    low, high = np.percentile(stat, [tail, 100 - tail])
-    p = min(1.0, 2 * min(float(np.mean(stat <= 0)), float(np.mean(stat >= 0))))
-    return float(low), float(high), p
-
-
-def sign_flips_leaving_one_out(diffs: np.ndarray, units: np.ndarray) -> list[int]:
-    """The units whose removal flips the sign of the mean of the unit means (or brings it to 0); none below
-    three units (one left would be no mean to speak of)."""
-    names, means = np.unique(units), unit_means(diffs, units)
-    if len(means) < 3:
-        return []
-    sign = np.sign(means.mean())
-    return [int(u) for k, u in enumerate(names) if np.sign(np.delete(means, k).mean()) != sign]
-
-
-def verdict(intervals: list[tuple[float, float]]) -> str:
-    """Reproduced when every interval lies above 0, contradicted when every one lies below, else inconclusive."""
-    if not intervals or any(np.isnan(low) or np.isnan(high) for low, high in intervals):
-        return "inconclusive"
-    if all(low > 0 for low, _ in intervals):
-        return "reproduced"
-    return "contradicted" if all(high < 0 for _, high in intervals) else "inconclusive"
-
-
-def holm(p: pd.Series) -> pd.Series:
-    """Holm's step-down adjusted p-values (family-wise error) of the non-NaN entries of `p`; NaN stays NaN."""
-    valid = p.dropna().sort_values(kind="stable")
-    m = len(valid)
-    adjusted = np.minimum(1.0, np.maximum.accumulate((m - np.arange(m)) * valid.to_numpy()))
-    return pd.Series(adjusted, index=valid.index).reindex(p.index)
 
 
 TESTED = ("reproduced", "contradicted", "inconclusive")

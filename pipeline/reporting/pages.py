@@ -68,9 +68,7 @@ def write_results(params, inputs: ReportInputs, out: Path, context: str) -> None
 
 def write_claims(params, inputs: ReportInputs, out: Path, context: str) -> pd.DataFrame:
     """reports/claims.md and .csv: every testable claim of the papers with its paired difference and verdict."""
-    claims = paper_claims(
-        params.ccp.losses, params.profs.losses, params.train.classes_per_batch * params.train.images_per_class
-    )
+    claims = paper_claims(params)
     table = claims_table(
         claims,
         inputs.metrics,

@@ -6,21 +6,17 @@ from pathlib import Path
 
 import pandas as pd
 
-from pipeline.runs import model_name
+from pipeline.runs import model_logs, model_name
 
 
 def read_subproblems(folder: Path, runs: list[str], models: list[tuple[int, int]]) -> pd.DataFrame:
     """All sub-problem rows of the given runs and (fold, seed) models, with `run`, `fold`, `seed` and
     `model` columns."""
-    frames = []
-    for run in runs:
-        for fold, seed in models:
-            path = folder / run / f"{model_name(fold, seed)}.csv"
-            if not path.is_file():
-                raise FileNotFoundError(f"{path}: sub-problem log not found (run the train stage of {run})")
-            table = pd.read_csv(path)
-            if len(table):
-                frames.append(table.assign(run=run, fold=fold, seed=seed, model=model_name(fold, seed)))
+    frames = [
+        t.assign(run=run, fold=fold, seed=seed, model=model_name(fold, seed))
+        for run, fold, seed, t in model_logs(folder, runs, models, "sub-problem log")
+        if len(t)
+    ]
     return pd.concat(frames, ignore_index=True) if frames else pd.DataFrame()
 
 
