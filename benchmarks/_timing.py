@@ -8,8 +8,8 @@ import torch
 
 from pipeline.config import load_params
 from pipeline.data.manifest import read_manifest
-from pipeline.experiment import train_fold
-from pipeline.features import FeatureCache
+from pipeline.models.features import FeatureCache
+from pipeline.training.experiment import train_fold
 
 
 def load_inputs(params_path: str):

@@ -1,9 +1,9 @@
 """Benchmark: where a finetune epoch's time goes (training steps, validation, loader start-up, the rest).
 
-Trains one finetune-mode model (pipeline.experiment.train_fold: the pipeline's own data, model, objective and
+Trains one finetune-mode model (pipeline.training.experiment.train_fold: the pipeline's own data, model, objective and
 loop) on the digit-pair images for a few epochs and times, per epoch, from the outside (wrappers around the
 loop's pieces, nothing in the pipeline changes):
-- steps: the optimisation steps (pipeline.training.Stepper; the device synchronised around each);
+- steps: the optimisation steps (pipeline.training.loop.Stepper; the device synchronised around each);
 - loader: waiting for training batches, its start-up (the first batch of an epoch) shown apart;
 - validation: embedding the validation fold (TrainContext.embed) and its MAP@R (the kNN);
 - rest: the epoch's wall time minus the above (snapshots of the best weights, logging, the objective's hooks).
@@ -33,12 +33,12 @@ import torch
 from omegaconf import OmegaConf
 from torch.utils.data import DataLoader
 
-from pipeline import training
 from pipeline.config import params_from_dict
 from pipeline.data.digit_pairs import write_digit_pairs
 from pipeline.data.manifest import read_manifest
-from pipeline.experiment import train_fold
 from pipeline.infra.runtime import choose_device
+from pipeline.training import loop as training
+from pipeline.training.experiment import train_fold
 
 
 class Clock:

@@ -8,7 +8,7 @@ Three kinds of rows per backbone and precision:
 - ``loader``: the training loader alone (synthetic JPEGs decoded, augmented, batched by ``--workers`` processes
   per model and ``--models`` models), images/s: the CPU side's bound;
 - ``pipeline``: ``--models`` models trained at once, one process each, by the pipeline's own code
-  (pipeline.training.prepare: the preset's transforms, ClassBatchSampler batches, persistent DataLoader workers,
+  (pipeline.training.loop.prepare: the preset's transforms, ClassBatchSampler batches, persistent DataLoader workers,
   the Stepper with channels-last batches and CUDA graphs, MS loss with its miner); images/s per model and all
   together (over the window in which every model steps), and that aggregate as a fraction of the batch-128 ceiling.
 
@@ -48,7 +48,7 @@ from pipeline.methods import build_objective
 from pipeline.models.backbones import build_backbone
 from pipeline.models.embedder import Embedder, build_head
 from pipeline.models.transforms import train_transform
-from pipeline.training import FoldData, autocast, epoch_batches, prepare, to_device
+from pipeline.training.loop import FoldData, autocast, epoch_batches, prepare, to_device
 
 
 def synthetic_set(root: Path, classes: int, per_class: int) -> None:

@@ -1,8 +1,8 @@
 """Benchmark: milliseconds per step and per epoch of frozen-head training, by part, beside a plain loop.
 
-Trains runs of the pipeline (pipeline.experiment.train_fold: its own data, model, objective and loop) on a feature
-cache for a fixed number of epochs (patience above the cap, so every run trains them all) and times each part from
-the outside (wrappers around the loop's pieces; nothing in the pipeline changes). The parts are exclusive (a part's
+Trains runs of the pipeline (pipeline.training.experiment.train_fold: its own data, model, objective and loop) on a
+feature cache for a fixed number of epochs (patience above the cap, so every run trains them all) and times each part
+from the outside (wrappers around the loop's pieces; nothing in the pipeline changes). The parts are exclusive (a part's
 time excludes the parts nested in it), so they add up to the epoch:
 - batches: drawing and indexing the training batches;
 - forward: the network on a training batch;
@@ -39,12 +39,12 @@ import numpy as np
 import torch
 from omegaconf import OmegaConf
 
-from pipeline import training
 from pipeline.config import params_from_dict
 from pipeline.data.manifest import read_manifest
-from pipeline.experiment import load_features, train_fold
 from pipeline.methods.objective import Objective
 from pipeline.models.embedder import Embedder
+from pipeline.training import loop as training
+from pipeline.training.experiment import load_features, train_fold
 
 PARTS = [
     "batches",
@@ -290,7 +290,7 @@ def reference_loop(params, method, features, rows, epochs: int) -> dict:
 
 def stage_overhead(params_file: str | None, run: str, data: str, features: str) -> None:
     """A train stage's CPU-seconds (process and its workers, `python -m stages.train` as dvc.yaml runs it) against
-    its models' own fits (pipeline.training.fit timed here, in one warm process, the same models): the rest is
+    its models' own fits (pipeline.training.loop.fit timed here, in one warm process, the same models): the rest is
     process start, imports, the test embeddings and evaluation, writing."""
     import json
     import resource
@@ -299,8 +299,8 @@ def stage_overhead(params_file: str | None, run: str, data: str, features: str) 
     import tempfile
 
     from pipeline.config import load_params
-    from pipeline.runs import model_ids
-    from pipeline.tuning import apply_values
+    from pipeline.studies.tuning import apply_values
+    from pipeline.training.runs import model_ids
 
     params_file = params_file or "params.yaml"
     tuned = Path("data/tuned") / f"{run}.json"
@@ -325,7 +325,7 @@ def stage_overhead(params_file: str | None, run: str, data: str, features: str) 
             fits.append(time.process_time() - start)
 
     training.fit = timed_fit
-    import pipeline.experiment as experiment
+    import pipeline.training.experiment as experiment
 
     experiment.fit = timed_fit
     manifest, cache = read_manifest(data), load_features(features)
@@ -427,7 +427,7 @@ def main():
         return batched_bound(params, features.features.shape[1], args.batched)
     rows = [bench_run(params, run, manifest, features, args.epochs) for run in args.runs]
     if args.reference:
-        from pipeline.experiment import fold_rows
+        from pipeline.training.experiment import fold_rows
 
         fold = fold_rows(manifest, 0)
         rows.insert(1, reference_loop(params, args.runs[0], features, fold, args.epochs))

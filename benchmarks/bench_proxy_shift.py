@@ -22,8 +22,8 @@ import torch
 
 from pipeline.config import load_params
 from pipeline.data.manifest import read_manifest
-from pipeline.experiment import train_fold
-from pipeline.features import FeatureCache
+from pipeline.models.features import FeatureCache
+from pipeline.training.experiment import train_fold
 
 BEFORE = {
     "proxy_lr_multiplier": 10.0,

@@ -12,9 +12,9 @@ from stages._common import run
 
 def main(params, args):
     from pipeline.data.manifest import read_manifest
-    from pipeline.features import extract_features
     from pipeline.infra.runtime import choose_device, seed_everything, worker_count
     from pipeline.models.backbones import describe_backbone
+    from pipeline.models.features import extract_features
 
     info = {
         "backbone": to_dict(params.backbone),

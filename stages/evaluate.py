@@ -14,7 +14,7 @@ from pathlib import Path
 from pipeline.evaluation.runs import HEADLINE, embeddings_file, evaluate_run
 from pipeline.infra.io import atomic_path, write_json
 from pipeline.infra.parallel import run_jobs
-from pipeline.runs import all_runs, model_ids
+from pipeline.training.runs import all_runs, model_ids
 from stages._common import run
 
 

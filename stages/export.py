@@ -16,7 +16,7 @@ def main(params, args):
     from pipeline.models.backbones import describe_backbone
     from pipeline.models.export import best_model, export_model, preprocess, rebuild, recipe
     from pipeline.models.transforms import eval_transform
-    from pipeline.runs import all_runs, model_ids, model_name, run_record
+    from pipeline.training.runs import all_runs, model_ids, model_name, run_record
 
     names = [model_name(fold, seed) for fold, seed in model_ids(params)]
     with Image.open(read_manifest(args.data).image_path(0)) as image:  # the example input the export traces

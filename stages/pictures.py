@@ -10,7 +10,7 @@ from pipeline.infra.io import atomic_path
 from pipeline.infra.parallel import run_jobs
 from pipeline.reporting.names import label
 from pipeline.reporting.pictures import class_names, run_pictures
-from pipeline.runs import all_runs
+from pipeline.training.runs import all_runs
 from stages._common import run
 
 

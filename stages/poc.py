@@ -8,8 +8,8 @@ import numpy as np
 
 from pipeline.infra.io import write_json
 from pipeline.infra.parallel import run_jobs
-from pipeline.poc import poc_job
 from pipeline.reporting.figures import poc_figure
+from pipeline.studies.poc import poc_job
 from stages._common import run
 
 PANELS = {

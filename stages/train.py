@@ -17,10 +17,10 @@ from pipeline.config import ParamsError
 from pipeline.infra.io import atomic_path, read_json
 from pipeline.infra.parallel import run_jobs
 from pipeline.infra.runtime import launched_by_torchrun, train_workers
-from pipeline.jobs import FoldJob
-from pipeline.runs import all_runs, model_ids, model_name
-from pipeline.tuning import apply_values
-from pipeline.worker import run_fold_job
+from pipeline.studies.tuning import apply_values
+from pipeline.training.jobs import FoldJob
+from pipeline.training.runs import all_runs, model_ids, model_name
+from pipeline.training.worker import run_fold_job
 from stages._common import run
 
 SUBPROBLEM_COLUMNS = [

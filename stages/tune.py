@@ -1,9 +1,9 @@
-"""tune: MLRC's tuning step for every configured run (pipeline/tuning.py), on the validation folds only.
+"""tune: MLRC's tuning step for every configured run (pipeline/studies/tuning.py), on the validation folds only.
 
 For each run with a search space (`tune.spaces.<run>`) and `tune.trials` > 0, an Optuna study in
 `<studies>/<run>.journal` (kept between runs and resumed: a working store like the download folder, not
 a DVC output, which DVC would delete before a rerun and which would keep DVC from caching the stage's runs;
-resuming proposes what an uninterrupted study would, pipeline/tuning.py) is completed to
+resuming proposes what an uninterrupted study would, pipeline/studies/tuning.py) is completed to
 `tune.trials` trials; the best trial's values, with those the run inherits (`tune.inherit`), go to
 `<out>/<run>.json`, the one file the run's train stage reads and depends on (so only a change of values
 retrains it). A run without a space trains at the values it inherits, or at params.yaml's (`tune.trials: 0`,
@@ -12,7 +12,7 @@ the best trial and every trial (the report's table and optimisation-history figu
 
 Progress that survives the machine: as soon as a study finishes, its record is also written to
 `<finished>/<study name>.json` (dvc.yaml: `studies/<data.name>/`, tracked in git, a few kilobytes), and a study
-whose record is there is not run again (pipeline/tuning.py finished_study). A long tune (the emoji default's 22
+whose record is there is not run again (pipeline/studies/tuning.py finished_study). A long tune (the emoji default's 22
 studies) can be stopped at any point, its finished studies committed, and taken up on another machine; only the
 study in progress is lost there (here its journal resumes it). The fold models of every trial train in one set of
 worker processes kept for the whole stage (pipeline/infra/parallel.py Workers).
@@ -25,7 +25,7 @@ from pipeline.config import to_dict
 from pipeline.infra.io import atomic_path, write_json
 from pipeline.infra.parallel import Workers
 from pipeline.infra.runtime import train_workers
-from pipeline.tuning import (
+from pipeline.studies.tuning import (
     apply_values,
     completed_trials,
     finished_study,

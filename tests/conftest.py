@@ -111,7 +111,7 @@ def tiny_data(tmp_path, tiny_params):
 
     from pipeline.data.digit_pairs import write_digit_pairs
     from pipeline.data.manifest import read_manifest
-    from pipeline.features import extract_features
+    from pipeline.models.features import extract_features
 
     root = tmp_path / "prepared"
     root.mkdir()

@@ -1,11 +1,11 @@
-"""The ablation grids (pipeline/ablation.py) and their results table."""
+"""The ablation grids (pipeline/studies/ablation.py) and their results table."""
 
 import math
 
 import pytest
 
-from pipeline import ablation
-from pipeline.jobs import FoldOutcome
+from pipeline.studies import ablation
+from pipeline.training.jobs import FoldOutcome
 from tests.conftest import merge
 
 

@@ -161,7 +161,7 @@ def test_bad_danml_params(tiny_dict, override, message):
 
 
 def test_every_anml_method_trains_a_few_steps(tiny_dict, tiny_data):
-    from pipeline.experiment import train_fold
+    from pipeline.training.experiment import train_fold
 
     manifest, features = tiny_data
     params = params_from_dict(merge(tiny_dict, {"train": {"max_epochs": 1}}))

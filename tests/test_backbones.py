@@ -215,7 +215,7 @@ def test_embedding_on_two_processes_gives_the_one_process_features_bit_for_bit(t
     import numpy as np
     import torch
 
-    from pipeline.features import extract_features
+    from pipeline.models.features import extract_features
 
     manifest, _ = tiny_data
     cfg = dataclasses.replace(tiny_params.backbone, name="tiny_cnn", input_size=16, embed_batch_size=20)

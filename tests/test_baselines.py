@@ -146,7 +146,7 @@ def test_spectral_decay_against_scipy():
 
 @pytest.mark.parametrize("name", sorted(project_params()["baselines"]))
 def test_every_baseline_trains_a_few_steps(name, tiny_dict, tiny_data):
-    from pipeline.experiment import train_fold
+    from pipeline.training.experiment import train_fold
 
     manifest, features = tiny_data
     per_class = 8 if name == "margin_d_spc8" else 4  # the tiny fold has 4 training classes

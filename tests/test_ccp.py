@@ -13,7 +13,6 @@ from pytorch_metric_learning import distances, losses, reducers
 from pytorch_metric_learning.utils import loss_and_miner_utils as lmu
 
 from pipeline.config import ParamsError, params_from_dict
-from pipeline.experiment import train_fold
 from pipeline.families.ccp import CCPConfig
 from pipeline.losses import LossContext, build_loss
 from pipeline.losses.modules.pair_losses import all_triplet_indices
@@ -21,6 +20,7 @@ from pipeline.methods.ccp import CCPObjective
 from pipeline.methods.kcenter import covering_radius, greedy_k_center
 from pipeline.methods.objective import projection_penalty
 from pipeline.models.embedder import normalize_embeddings
+from pipeline.training.experiment import train_fold
 from tests.conftest import merge
 
 CPU = torch.device("cpu")
@@ -341,7 +341,7 @@ def test_ccp_and_loss_proxy_are_one_computation_up_to_the_first_reinitialisation
 
 def test_every_run_of_a_fold_and_seed_starts_from_the_same_network(ccp_params, tiny_data, monkeypatch):
     """The initial head and the batch seed depend on (seed, fold, replicate seed), not on the method."""
-    import pipeline.experiment as experiment
+    import pipeline.training.experiment as experiment
 
     manifest, features = tiny_data
     starts, fit = [], experiment.fit
@@ -378,9 +378,9 @@ def test_reinitialised_proxies_come_from_the_pool(ccp_params, tiny_data, space):
     """After K-center, every proxy equals a training sample's embedding of its class in K-center's space
     (raw head output as released, or normalised), and the loss sees it as that sample's normalised embedding."""
 
-    from pipeline.experiment import fold_rows, frozen_data
     from pipeline.models.embedder import Embedder, build_head
-    from pipeline.training import TrainContext
+    from pipeline.training.experiment import fold_rows, frozen_data
+    from pipeline.training.loop import TrainContext
 
     manifest, features = tiny_data
     data = frozen_data(features, fold_rows(manifest, 0))
@@ -419,7 +419,7 @@ def test_a_ccp_runs_record_holds_exactly_the_keys_its_stage_depends_on(tiny_para
 
     from pipeline.families.ccp import ALGORITHM_1_KEYS as CCP_ALGORITHM_1_KEYS
     from pipeline.families.ccp import SHARED_KEYS as CCP_SHARED_KEYS
-    from pipeline.runs import run_record
+    from pipeline.training.runs import run_record
     from tests.conftest import ROOT
 
     stages = yaml.safe_load((ROOT / "dvc.yaml").read_text())["stages"]

@@ -25,8 +25,8 @@ def test_debug_lines_go_to_the_file_only_and_the_faiss_loader_is_quiet(tmp_path)
     script = (
         "import logging, sys; from pathlib import Path; from pipeline.infra.console import configure_logging; "
         "configure_logging(Path(sys.argv[1])); "
-        "logging.getLogger('pipeline.training').debug('ms-0: epoch 3 loss 0.5'); "
-        "logging.getLogger('pipeline.tuning').info('a decision'); "
+        "logging.getLogger('pipeline.training.loop').debug('ms-0: epoch 3 loss 0.5'); "
+        "logging.getLogger('pipeline.studies.tuning').info('a decision'); "
         "logging.getLogger('faiss.loader').info('Could not load library with AVX512 support')"
     )
     log = tmp_path / "stage.log"
@@ -38,7 +38,7 @@ def test_debug_lines_go_to_the_file_only_and_the_faiss_loader_is_quiet(tmp_path)
 
 
 def note_epochs(job):
-    """A job that reports two epochs and ends, as pipeline/training.py fit does."""
+    """A job that reports two epochs and ends, as pipeline/training/loop.py fit does."""
     name, wait = job
     for epoch in (1, 2):
         console.note(name, f"epoch {epoch}")

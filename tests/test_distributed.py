@@ -15,7 +15,7 @@ from pipeline.config import params_from_dict
 from pipeline.methods import build_objective
 from pipeline.methods.objective import trainable
 from pipeline.models.embedder import Embedder, build_head
-from pipeline.training import Stepper, make_optimizer, wrap_for_ranks
+from pipeline.training.loop import Stepper, make_optimizer, wrap_for_ranks
 from tests.conftest import TINY_OVERRIDES, merge, project_params
 
 CPU = torch.device("cpu")

@@ -10,8 +10,8 @@ import pytest
 import torch
 from PIL import Image
 
-from pipeline.experiment import train_fold
 from pipeline.models.export import best_model, export_model, load_model, preprocess, rebuild, recipe
+from pipeline.training.experiment import train_fold
 
 CPU = torch.device("cpu")
 

@@ -7,7 +7,7 @@ import pytest
 import yaml
 
 from pipeline.families import families
-from pipeline.runs import all_runs, family_runs, parse_run
+from pipeline.training.runs import all_runs, family_runs, parse_run
 from tests.conftest import ROOT
 
 

@@ -1,10 +1,10 @@
-"""The 2-D proof of concept (pipeline/poc.py): each seed records where and why it stopped, under the cap rule."""
+"""The 2-D proof of concept (pipeline/studies/poc.py): each seed records where and why it stopped, under the cap rule."""
 
 import pytest
 
 from pipeline.config import params_from_dict
-from pipeline.poc import poc_job
 from pipeline.reporting.budgets import cut_while_improving, poc_markdown
+from pipeline.studies.poc import poc_job
 from tests.conftest import merge
 
 

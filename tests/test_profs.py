@@ -7,10 +7,10 @@ import pytest
 import torch
 
 from pipeline.config import ParamsError, params_from_dict
-from pipeline.experiment import fold_rows, frozen_data, train_fold
 from pipeline.methods.profs import PROFSObjective, hard_negative_classes, hncm_classes, projection_steps
 from pipeline.models.embedder import Embedder, build_head
-from pipeline.training import TrainContext
+from pipeline.training.experiment import fold_rows, frozen_data, train_fold
+from pipeline.training.loop import TrainContext
 from tests.conftest import merge
 
 CPU = torch.device("cpu")

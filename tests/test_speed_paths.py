@@ -18,7 +18,7 @@ from pipeline.data.images import ManifestImages
 from pipeline.infra import cuda_graphs, runtime
 from pipeline.infra.parallel import run_jobs
 from pipeline.models.transforms import eval_transform
-from pipeline.training import EmbeddingInputs, TrainContext, autocast, embed
+from pipeline.training.loop import EmbeddingInputs, TrainContext, autocast, embed
 from tests.conftest import merge
 
 CPU = torch.device("cpu")
@@ -130,7 +130,7 @@ def test_a_capture_that_fails_leaves_the_network_eager(monkeypatch, caplog):
 @pytest.mark.parametrize("variant,single", [("loss_proxy", True), ("ccp", True), ("sample_ccp", False)])
 def test_graphs_only_for_objectives_that_call_the_network_once(tiny_params, variant, single):
     from pipeline.methods import build_objective
-    from pipeline.training import Stepper
+    from pipeline.training.loop import Stepper
 
     objective = build_objective(tiny_params, f"c2_{variant}", 4, tiny_params.train.embedding_dim)
     assert objective.single_forward is single

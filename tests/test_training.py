@@ -7,10 +7,10 @@ import torch
 
 from pipeline.config import params_from_dict
 from pipeline.evaluation.protocol import evaluate_embeddings
-from pipeline.experiment import train_fold
 from pipeline.methods import build_objective
 from pipeline.models.backbones import BackboneError, build_backbone
-from pipeline.training import TrainingError
+from pipeline.training.experiment import train_fold
+from pipeline.training.loop import TrainingError
 from tests.conftest import merge
 
 CPU = torch.device("cpu")
@@ -86,7 +86,7 @@ def test_profs_takes_the_stop_only_at_the_end_of_a_projection(tiny_dict, tiny_da
 
 def test_profs_budget_of_the_protocols(tiny_dict, tiny_data):
     """profs.max_epochs / profs.patience give the whole PROFS family, plain included, its own budget."""
-    from pipeline.runs import run_train_config
+    from pipeline.training.runs import run_train_config
 
     params = params_from_dict(merge(tiny_dict, {"profs": {"max_epochs": 100, "patience": 100}}))
     for run in ("ms_plain", "ms_profs_hncm"):
@@ -101,7 +101,7 @@ def test_epoch_cap_is_the_stop_reason(tiny_dict, tiny_data):
 
 
 def test_folds_train_and_validate_on_disjoint_classes(tiny_params, tiny_data):
-    from pipeline.experiment import fold_rows
+    from pipeline.training.experiment import fold_rows
 
     manifest, _ = tiny_data
     train, val, test = (set(manifest.labels[r]) for r in fold_rows(manifest, 1))
@@ -136,7 +136,7 @@ def test_finetune_mode_with_tiny_cnn(tiny_dict, tiny_data):
 def test_non_finite_loss_stops_with_the_step(tiny_dict, tiny_data, monkeypatch):
     manifest, features = tiny_data
     params = params_from_dict(tiny_dict)
-    import pipeline.experiment as experiment
+    import pipeline.training.experiment as experiment
 
     def exploding(name, cfg, num_classes, dim):
         objective = build_objective(name, cfg, num_classes, dim)

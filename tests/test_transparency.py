@@ -11,7 +11,7 @@ from pipeline.config import BackboneConfig, ParamsError, params_from_dict
 from pipeline.data.folder import write_folder
 from pipeline.data.manifest import read_manifest
 from pipeline.data.transparency import without_alpha
-from pipeline.features import extract_features
+from pipeline.models.features import extract_features
 from pipeline.models.transforms import eval_transform
 from pipeline.reporting.pictures import _thumbnail
 

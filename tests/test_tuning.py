@@ -1,4 +1,4 @@
-"""MLRC's tuning step (pipeline/tuning.py): values applied, seeded and resumable studies, no test class read."""
+"""MLRC's tuning step (pipeline/studies/tuning.py): values applied, seeded and resumable studies, no test class read."""
 
 from __future__ import annotations
 
@@ -11,9 +11,9 @@ import pytest
 import torch
 
 from pipeline.config import ParamsError, params_from_dict
-from pipeline.experiment import train_fold
-from pipeline.features import FeatureCache
-from pipeline.tuning import TrialResult, apply_values, completed_trials, run_study, study_name
+from pipeline.models.features import FeatureCache
+from pipeline.studies.tuning import TrialResult, apply_values, completed_trials, run_study, study_name
+from pipeline.training.experiment import train_fold
 from tests.conftest import merge
 from tests.test_stages import run_stage
 
@@ -138,7 +138,7 @@ def test_a_finished_study_is_taken_from_its_record_only_when_it_is_what_the_stud
     are the shorter study, trial for trial), the epoch cap rule; an unreadable record names its file."""
     from pipeline.infra.errors import PipelineError
     from pipeline.infra.io import write_json
-    from pipeline.tuning import finished_study, study_record
+    from pipeline.studies.tuning import finished_study, study_record
 
     def asking(params, trials: int, cap: int = 60):
         return dataclasses.replace(with_cap(params, cap), tune=dataclasses.replace(params.tune, trials=trials))

@@ -37,7 +37,7 @@ class ExperimentConfig:
 
     methods: list[str] = field(default_factory=lambda: ["ms", "proxy_anchor"])
     folds: list[int] = field(default_factory=lambda: [0, 1, 2, 3])
-    # replicate seeds: every run trains folds x seeds models (pipeline/runs.py model_ids)
+    # replicate seeds: every run trains folds x seeds models (pipeline/training/runs.py model_ids)
     seeds: list[Annotated[int, Field(ge=0)]] = Field(default_factory=lambda: [0], min_length=1)
 
 

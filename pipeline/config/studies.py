@@ -132,7 +132,7 @@ class SearchDim:
 
 @section
 class TuneConfig:
-    """MLRC's tuning step on the validation folds (pipeline/tuning.py)."""
+    """MLRC's tuning step on the validation folds (pipeline/studies/tuning.py)."""
 
     trials: int = Field(0, ge=0)  # per tuned run; 0 = train at the values written in params.yaml
     sampler: Literal["tpe", "gp"] = "tpe"  # Optuna's TPESampler or GPSampler, seeded per trial
@@ -140,7 +140,7 @@ class TuneConfig:
     # run -> {params key (dotted, e.g. baselines.ms.loss.alpha): range}; runs without a space are not tuned
     spaces: dict[str, dict[str, SearchDim]] = field(default_factory=dict)
     # run -> run: the first trains at the second's tuned values (the loss keys a family shares, e.g. ccp.c2.*)
-    # and its own space, if any, is searched with those values fixed (pipeline/tuning.py)
+    # and its own space, if any, is searched with those values fixed (pipeline/studies/tuning.py)
     inherit: dict[str, str] = field(default_factory=dict)
 
 

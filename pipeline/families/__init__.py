@@ -2,7 +2,7 @@
 every variant of a list, configured by one params section.
 
 A family's module here declares its section's schema and registers a :class:`Family`; nothing else lists
-families: the params root gets a section per family (pipeline/config/loader.py), pipeline/runs.py names and
+families: the params root gets a section per family (pipeline/config/loader.py), pipeline/training/runs.py names and
 parses the runs (``<loss>_<variant>``), the training stage builds each run's objective with the module the record
 names (its ``build_objective``), and the report prints the papers' names from the record and tests the papers'
 claims about the family's runs that the record declares (the claims table, pipeline/reporting/claims.py). Family
@@ -53,7 +53,7 @@ class Family:
     - objective: the module of pipeline/methods whose ``build_objective(params, loss, variant, num_classes,
       embedding_dim)`` builds a run's objective;
     - stage_keys: per variant list, the section's keys its stage depends on besides the loss's own section (None:
-      the whole section), which is also what a run records (pipeline/runs.py run_record);
+      the whole section), which is also what a run records (pipeline/training/runs.py run_record);
     - own_budget: the section's max_epochs / patience (0: train's) are the family's training budget;
     - check: a cross-field rule on the whole params, returning a problem ``"<key>: ..."`` or None;
     - claims: the papers' claims about its runs, for the whole params (its losses configured, the batch).

@@ -2,7 +2,7 @@
 
 The console: a stage's INFO messages (what it read and wrote, what it decided), and one tqdm bar per batch of jobs
 (pipeline/infra/parallel.py Workers.run: jobs done of total) with the epoch each running job is at beside it. A
-job says where it is with `note` (pipeline/training.py: ``ms-0 epoch 12``), in the stage process itself or in a
+job says where it is with `note` (pipeline/training/loop.py: ``ms-0 epoch 12``), in the stage process itself or in a
 worker process, whose notes reach the stage process through a queue.
 
 The log file: every message of the pipeline, DEBUG included (a model's every epoch, its device, CCP's

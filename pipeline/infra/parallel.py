@@ -94,8 +94,8 @@ def _thread_environment(threads: int):
 
 
 class Workers:
-    """Worker processes that live across several batches of jobs: the trials of a study (pipeline/tuning.py) run in
-    the same processes, which import torch and the pipeline once instead of once a trial (about 5 s of a trial's
+    """Worker processes that live across several batches of jobs: the trials of a study (pipeline/studies/tuning.py)
+    run in the same processes, which import torch and the pipeline once instead of once a trial (about 5 s of a trial's
     wall time on 2 cores). ``workers`` and ``threads`` as in `run_jobs`; the processes start with the first batch
     that has more than one job and end with the ``with`` block, or at once when a job fails (the error is raised
     with its own type, the other jobs are cancelled, as on Ctrl-C, and the next batch starts new processes)."""

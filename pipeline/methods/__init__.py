@@ -1,5 +1,5 @@
 """Training methods: each is an objective (loss on a batch, optional outer-loop hooks) run by the
-one training loop. Run names and their params sections: pipeline/runs.py. A method family (pipeline/families)
+one training loop. Run names and their params sections: pipeline/training/runs.py. A method family (pipeline/families)
 names the module here whose ``build_objective`` builds its runs' objectives; every module of this package is
 imported with it, so that module is loaded and is a dependency of the stages that train (pipeline/infra/dvc_deps.py).
 """
@@ -10,7 +10,7 @@ import importlib
 
 from pipeline.infra.registry import import_modules
 from pipeline.methods.baselines import BaselineObjective
-from pipeline.runs import parse_run
+from pipeline.training.runs import parse_run
 
 import_modules(__name__)
 

@@ -13,7 +13,7 @@ from pipeline.losses import LossContext, build_loss
 from pipeline.methods.objective import Objective
 from pipeline.miners import build_miner
 from pipeline.miners.modules.tuple_miners import RhoSwitchMiner
-from pipeline.samplers import ClassBatchSampler, RandomClassBatchSampler
+from pipeline.training.samplers import ClassBatchSampler, RandomClassBatchSampler
 
 
 class BaselineObjective(Objective):

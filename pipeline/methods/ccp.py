@@ -14,7 +14,7 @@ greedy K-center (Algorithm 2), seeded by the sub-problem's best proxies.
 
 Budget: training stops only at the end of a sub-problem, once the budget rule
 every run shares allows it (``train.patience`` epochs since the best validation
-MAP@R; pipeline/training.py), or after ``ccp.max_subproblems``; never in the
+MAP@R; pipeline/training/loop.py), or after ``ccp.max_subproblems``; never in the
 first epochs of a sub-problem.
 
 Variants (``ccp.variants``: batch, loss_proxy; ``ccp.alternating``: ccp, sample_ccp):

@@ -72,7 +72,7 @@ class Objective(nn.Module):
         average_gradients([p for p in self.parameters() if p.requires_grad], inner)
 
     def begin(self, ctx) -> None:
-        """Called once before training (ctx: pipeline.training.TrainContext)."""
+        """Called once before training (ctx: pipeline.training.loop.TrainContext)."""
 
     def batch_loss(self, model: nn.Module, x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
         """The loss minimised at one step."""

@@ -11,7 +11,7 @@ non-representative samples", section 5.3); the representatives are the anchors
 and the examples the references of pytorch-metric-learning's losses. Pairs
 between two representatives are not used either (the release's default).
 
-Budget: the rule every run shares (pipeline/training.py); PROFS takes the stop
+Budget: the rule every run shares (pipeline/training/loop.py); PROFS takes the stop
 only at the end of an epoch in which a projection ended, so the projection that
 was running when the patience ran out is completed. The real-data protocols (conf/protocol) give
 the PROFS family (plain included) the paper's budget with ``profs.max_epochs``
@@ -65,7 +65,7 @@ from pipeline.losses import LossContext, build_loss
 from pipeline.losses.modules.pair_losses import similarity
 from pipeline.methods.objective import Objective, projection_penalty, trainable
 from pipeline.miners.modules.tuple_miners import OneNegativePerPositiveMiner
-from pipeline.samplers import ClassBatchSampler
+from pipeline.training.samplers import ClassBatchSampler
 
 MINED_LOSSES = ("contrastive", "triplet", "margin")  # one hard negative per positive (section 5.3)
 

@@ -95,7 +95,7 @@ def rebuild(params, run: str, weights: Path, download_dir: str) -> nn.Module:
     put in front of the trained head, so that the network maps images, not cached features, to embeddings."""
     from pipeline.models.backbones import build_backbone
     from pipeline.models.embedder import Embedder, build_head
-    from pipeline.runs import run_config
+    from pipeline.training.runs import run_config
 
     state = torch.load(weights, map_location="cpu", weights_only=True)
     first = next(k for k in state if k.startswith("head.") and k.endswith("weight"))

@@ -24,7 +24,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from pipeline.runs import model_logs, model_name
+from pipeline.training.runs import model_logs, model_name
 
 UNITS = {"subproblem": "sub-problems", "projection": "projections"}  # log column -> what the table calls it
 
@@ -123,7 +123,7 @@ def poc_markdown(poc: dict) -> str:
 
 
 def _replay(t: pd.DataFrame, patience: float, min_delta: float) -> tuple[int, float]:
-    """Early stopping with `patience` replayed on a logged curve (pipeline/training.py's rule): the row of the
+    """Early stopping with `patience` replayed on a logged curve (pipeline/training/loop.py's rule): the row of the
     epoch it keeps, the last one that beat the best so far by more than `min_delta`, and that epoch's validation
     MAP@R. A CCP run stops only where a sub-problem ends, a PROFS run only in an epoch where its projection
     count grows; with an infinite patience the whole logged curve is replayed."""

@@ -243,7 +243,7 @@ def _render(value) -> str:
 def claim_differences(params, claims: list[Claim]) -> dict[tuple[str, str], str]:
     """(base, better) -> what the arms of each claim whose runs are trained differ in: a family's variants (or the
     2-D proof of concept's) by their variant, any other pair by `arm_differences` of their recorded settings."""
-    from pipeline.runs import all_runs, parse_run, run_record
+    from pipeline.training.runs import all_runs, parse_run, run_record
 
     trained, out = set(all_runs(params)), {}
     for c in claims:
@@ -256,8 +256,8 @@ def claim_differences(params, claims: list[Claim]) -> dict[tuple[str, str], str]
 
 
 def arm_differences(base: dict, better: dict) -> str:
-    """What two runs' recorded settings (pipeline/runs.py run_record) differ in, key by key; a section that names
-    the same thing (loss, miner, sampler) on both sides is compared key by key, else shown whole."""
+    """What two runs' recorded settings (pipeline/training/runs.py run_record) differ in, key by key; a section that
+    names the same thing (loss, miner, sampler) on both sides is compared key by key, else shown whole."""
     out = []
     for key in dict.fromkeys([*base, *better]):
         a, b = base.get(key), better.get(key)

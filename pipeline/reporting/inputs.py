@@ -8,13 +8,14 @@ from pathlib import Path
 
 import pandas as pd
 
-from pipeline import ablation
 from pipeline.config import ParamsError
 from pipeline.infra.io import read_json
 from pipeline.reporting import budgets, comparison
 from pipeline.reporting.reference import paper_dataset, read_published
 from pipeline.reporting.subproblems import read_subproblems
-from pipeline.runs import (
+from pipeline.studies import ablation
+from pipeline.studies.tuning import tuning_order
+from pipeline.training.runs import (
     all_runs,
     alternating_ccp_runs,
     ccp_runs,
@@ -22,7 +23,6 @@ from pipeline.runs import (
     parse_run,
     run_train_config,
 )
-from pipeline.tuning import tuning_order
 
 
 def _need(path: Path, what: str, hint: str) -> Path:

@@ -23,7 +23,7 @@ from pipeline.reporting.lanml_table import anml_table2, lanml_markdown
 from pipeline.reporting.reference import paper_dataset
 from pipeline.reporting.subproblems import detail_markdown, summary_markdown
 from pipeline.reporting.tables import markdown_table, results_frame
-from pipeline.runs import model_ids
+from pipeline.training.runs import model_ids
 
 FIGURES = (
     "tuning_history",
@@ -111,8 +111,8 @@ def write_claims(params, inputs: ReportInputs, out: Path, context: str) -> pd.Da
         "- **fragile**: a reproduced or contradicted verdict whose sign flips (or reaches 0) when any one fold (2-D: "
         "seed) is left out in turn, or whose P@1 difference has the other sign; the verdict keeps its rule, the mark "
         "says it hangs on one fold or on the metric (column *leave one out, P@1*)\n"
-        "- *the arms differ in*: the recorded settings of the two runs that differ (pipeline/runs.py run_record); "
-        "for a method family's runs, the variant\n"
+        "- *the arms differ in*: the recorded settings of the two runs that differ "
+        "(pipeline/training/runs.py run_record); for a method family's runs, the variant\n"
         "- the papers measured these claims on CUB200 / Cars196 / SOP / In-shop (and MNIST for the 2-D case); a "
         "verdict here is about this data set and these settings, not about theirs\n\n"
         f"**{summary}** of {len(table)} claims; after Holm's adjustment **{summary_holm}**.\n\n"
@@ -265,7 +265,7 @@ def write_tuning(params, inputs: ReportInputs, out: Path, context: str) -> None:
         + f"- each study: Optuna {params.tune.sampler.upper()} sampler, {params.tune.startup_trials} random trials "
         "first, seeded; a trial trains the run on every MLRC fold with the first replicate seed at the same budget "
         "rule as the final runs, and scores the mean over the folds of the best validation MAP@R; the test "
-        "classes are never read (pipeline/tuning.py)\n"
+        "classes are never read (pipeline/studies/tuning.py)\n"
         "- a family's variants share its loss keys: the base variant tunes them, the others train at them "
         '("from" rows) and search only their own keys (`tune.inherit`)\n'
         "- the best validation MAP@R is the study's own selection, optimistic for the value it picked; the test "

@@ -16,7 +16,7 @@ from dataclasses import replace
 import pandas as pd
 
 from pipeline.config import Params
-from pipeline.jobs import FoldJob, FoldOutcome
+from pipeline.training.jobs import FoldJob, FoldOutcome
 
 STUDIES = ("ccp", "profs")
 TEST_METRICS = ("map_at_r", "r_precision", "precision_at_1")

@@ -28,8 +28,8 @@ from pipeline.methods.ccp import CCPObjective
 from pipeline.methods.kcenter import covering_radius, k_center_per_class
 from pipeline.models.embedder import Embedder, build_head
 from pipeline.reporting.budgets import cut_while_improving
-from pipeline.samplers import rows_per_class
-from pipeline.training import FoldData, embed, fit
+from pipeline.training.loop import FoldData, embed, fit
+from pipeline.training.samplers import rows_per_class
 
 log = logging.getLogger(__name__)
 

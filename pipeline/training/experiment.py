@@ -1,5 +1,5 @@
 """One training run: a method on one MLRC fold, in frozen or finetune mode, and the job that trains,
-saves and evaluates it (pipeline/worker.py runs it in a worker process)."""
+saves and evaluates it (pipeline/training/worker.py runs it in a worker process)."""
 
 from __future__ import annotations
 
@@ -14,17 +14,17 @@ from torch.utils.data import TensorDataset
 from pipeline.config import Params, to_dict
 from pipeline.data.images import ManifestImages
 from pipeline.data.manifest import Manifest, read_manifest
-from pipeline.features import FeatureCache
 from pipeline.infra.download import download_folder
 from pipeline.infra.io import write_json
 from pipeline.infra.runtime import choose_device, derive_seed, seed_everything
-from pipeline.jobs import FoldJob, FoldOutcome
 from pipeline.methods import build_objective
 from pipeline.models.backbones import build_backbone
 from pipeline.models.embedder import Embedder, build_head
+from pipeline.models.features import FeatureCache
 from pipeline.models.transforms import eval_transform, train_transform
-from pipeline.runs import run_config, run_record, run_train_config
-from pipeline.training import FitResult, FoldData, embed, fit
+from pipeline.training.jobs import FoldJob, FoldOutcome
+from pipeline.training.loop import FitResult, FoldData, embed, fit
+from pipeline.training.runs import run_config, run_record, run_train_config
 
 
 @dataclass

@@ -33,4 +33,4 @@ class FoldOutcome:
     best_epoch: int
     best_val_map_at_r: float
     test_metrics: dict | None
-    stop_reason: str = ""  # patience, max_epochs or method (pipeline/training.py)
+    stop_reason: str = ""  # patience, max_epochs or method (pipeline/training/loop.py)

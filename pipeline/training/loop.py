@@ -1,7 +1,7 @@
 """The one training loop every method shares.
 
 Each epoch runs ``train.steps_per_epoch`` batches of ``classes_per_batch x
-images_per_class`` (pipeline/samplers.py, seeded by the batch seed the runs of a
+images_per_class`` (pipeline/training/samplers.py, seeded by the batch seed the runs of a
 claim share), then measures MAP@R on the held-out validation fold; the best
 epoch's weights are returned (MLRC early stopping).
 
@@ -46,7 +46,7 @@ from pipeline.infra.console import note
 from pipeline.infra.cuda_graphs import graphed
 from pipeline.infra.errors import PipelineError
 from pipeline.methods.objective import Objective, trainable
-from pipeline.samplers import ClassBatchSampler, rows_per_class
+from pipeline.training.samplers import ClassBatchSampler, rows_per_class
 
 log = logging.getLogger(__name__)
 

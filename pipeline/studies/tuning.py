@@ -4,7 +4,7 @@
 optimisation, 50 trials per method and data set, objective = mean validation MAP@R over the 4 class-disjoint
 folds, then the best point retrained and tested). Here one Optuna study per run: a trial sets the run's
 `tune.spaces.<run>` keys (dotted params keys) and trains every MLRC fold with the first replicate seed, with
-`test=False` (pipeline/experiment.py: no test row is selected, read or embedded); its value is the mean over
+`test=False` (pipeline/training/experiment.py: no test row is selected, read or embedded); its value is the mean over
 the folds of the best validation MAP@R, the number early stopping keeps.
 
 Shared values. A family's variants read one set of loss keys (ccp.c2.* for c2_batch, c2_loss_proxy, c2_ccp;
@@ -41,7 +41,7 @@ import numpy as np
 from pipeline.config import Params, ParamsError, SearchDim, dotted, params_from_dict, to_dict
 from pipeline.infra.parallel import Workers
 from pipeline.infra.runtime import derive_seed
-from pipeline.runs import all_runs, run_config, run_train_config
+from pipeline.training.runs import all_runs, run_config, run_train_config
 
 log = logging.getLogger(__name__)
 
@@ -266,8 +266,8 @@ def validation_objective(
     """The trial objective: mean over the MLRC folds of the best validation MAP@R of `run` trained at the
     trial's values with the first replicate seed, the folds in `workers` (processes kept across the trials and
     studies of the tune stage); no test class is used."""
-    from pipeline.jobs import FoldJob
-    from pipeline.worker import run_fold_job
+    from pipeline.training.jobs import FoldJob
+    from pipeline.training.worker import run_fold_job
 
     def objective(values: dict[str, float]) -> TrialResult:
         tuned = apply_values(params, values)
