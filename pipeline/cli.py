@@ -59,20 +59,17 @@ def image_files(items: list[str]) -> tuple[list[Path], list[str]]:
 def embed_images(model, about: dict, files: list[Path], batch: int = 64) -> np.ndarray:
     """Embeddings of `files` through the recipe's preprocessing and the model, `batch` at a time."""
     import torch
-    from PIL import Image, UnidentifiedImageError
     from tqdm import tqdm
 
+    from pipeline.data.decode import opened_image
     from pipeline.models.export import preprocess
 
     transform, out = preprocess(about), []
     for s in tqdm(range(0, len(files), batch), desc="embed", unit="batch"):
         inputs = []
         for f in files[s : s + batch]:
-            try:
-                with Image.open(f) as image:
-                    inputs.append(transform(image))
-            except (UnidentifiedImageError, OSError, SyntaxError) as err:
-                raise UsageError(f"{f}: not a readable image ({type(err).__name__}: {err})") from None
+            with opened_image(f) as image:
+                inputs.append(transform(image))
         with torch.inference_mode():
             out.append(model(torch.stack(inputs)).float().numpy())
     return np.concatenate(out)

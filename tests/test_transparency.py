@@ -1,4 +1,4 @@
-"""Transparent images (pipeline/data/transparency.py): icons drawn in black on a transparent background become
+"""Transparent images (pipeline/data/decode.py): icons drawn in black on a transparent background become
 distinct inputs and embeddings, over data.background, in the embed stage's path and in `dml embed` alike, and the pictures show them as the model
 saw them; converted straight to RGB (what PIL does) they would all be black."""
 
@@ -8,9 +8,9 @@ import torch
 from PIL import Image
 
 from pipeline.config import BackboneConfig, ParamsError, params_from_dict
+from pipeline.data.decode import without_alpha
 from pipeline.data.folder import write_folder
 from pipeline.data.manifest import read_manifest
-from pipeline.data.transparency import without_alpha
 from pipeline.models.features import extract_features
 from pipeline.models.transforms import eval_transform
 from pipeline.reporting.pictures import _thumbnail
@@ -96,3 +96,18 @@ def test_a_background_that_is_no_colour_is_named(tiny_dict):
     tiny_dict["data"]["background"] = "whitish"
     with pytest.raises(ParamsError, match="data.background: 'whitish' is not a colour"):
         params_from_dict(tiny_dict)
+
+
+def test_an_unreadable_file_is_one_line_naming_it_wherever_it_is_opened(tmp_path):
+    """pipeline/data/decode.py opened_image: prepare, the embed stage's dataset and `dml embed` share it."""
+    from pipeline.data.decode import opened_image
+    from pipeline.data.manifest import DataError
+
+    text = tmp_path / "notes.png"
+    text.write_text("not an image")
+    with pytest.raises(DataError, match=r"notes\.png: not a readable image \(UnidentifiedImageError: .*\); again$"):
+        with opened_image(text, "; again") as image:
+            image.load()
+    drawings()[0].save(tmp_path / "bar.png")
+    with opened_image(tmp_path / "bar.png") as image:
+        assert image.size == (32, 32)

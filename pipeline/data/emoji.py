@@ -41,8 +41,8 @@ import numpy as np
 from PIL import Image
 from tqdm import tqdm
 
+from pipeline.data.decode import without_alpha
 from pipeline.data.manifest import MANIFEST_NAME, DataError, build_manifest
-from pipeline.data.transparency import without_alpha
 
 log = logging.getLogger(__name__)
 

@@ -20,9 +20,9 @@ from pathlib import Path
 
 import numpy as np
 import pandas as pd
-from PIL import Image, UnidentifiedImageError
 from tqdm import tqdm
 
+from pipeline.data.decode import opened_image
 from pipeline.data.manifest import MANIFEST_NAME, DataError, build_manifest
 
 log = logging.getLogger(__name__)
@@ -65,13 +65,10 @@ def _check_readable(files: list[Path]) -> None:
     for f in tqdm(files, desc="checking images", unit="img"):
         if not f.is_file():
             raise DataError(f"{f}: image not found")
-        try:
-            with Image.open(f) as image:
-                image.verify()
-            with Image.open(f) as image:
-                image.load()
-        except (UnidentifiedImageError, OSError, SyntaxError, ValueError) as err:
-            raise DataError(f"{f}: not a readable image ({type(err).__name__}: {err})") from None
+        with opened_image(f) as image:
+            image.verify()
+        with opened_image(f) as image:
+            image.load()
 
 
 def _place(source: Path, target: Path) -> None:

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import numpy as np
 import torch
-from PIL import Image, UnidentifiedImageError
 from torch.utils.data import Dataset
 
-from pipeline.data.manifest import DataError, Manifest
+from pipeline.data.decode import opened_image
+from pipeline.data.manifest import Manifest
 
 
 class ManifestImages(Dataset):
@@ -24,9 +24,6 @@ class ManifestImages(Dataset):
 
     def __getitem__(self, i: int):
         path = self.manifest.image_path(int(self.rows[i]))
-        try:
-            with Image.open(path) as im:
-                x = self.transform(im)
-        except (UnidentifiedImageError, OSError, SyntaxError) as err:  # one line naming the file, not a traceback
-            raise DataError(f"{path}: not a readable image ({type(err).__name__}: {err}); prepare it again") from None
+        with opened_image(path, "; prepare it again") as image:
+            x = self.transform(image)
         return x, torch.as_tensor(self.labels[i])

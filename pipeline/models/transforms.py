@@ -1,7 +1,7 @@
 """Image transforms: the deterministic one (embedding cache, validation, test) and the training one.
 
 Every image first loses its transparency: composited over ``data.background`` (white by default;
-pipeline/data/transparency.py).
+pipeline/data/decode.py).
 Evaluation: resize the shorter side to ``backbone.resize`` and centre-crop ``input_size`` (MLRC / CCP:
 256 then 227); with ``resize`` 0, resize the shorter side straight to ``input_size`` (the emoji default's square
 renders; the digit pairs' 2:1 images in finetune mode). ``pixels`` (the embedded default's digits): grey
@@ -20,7 +20,7 @@ from PIL import Image
 from torch import nn
 
 from pipeline.config import BackboneConfig
-from pipeline.data.transparency import without_alpha
+from pipeline.data.decode import without_alpha
 
 
 class ConvertMode:

@@ -19,7 +19,7 @@ import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 from PIL import Image  # noqa: E402
 
-from pipeline.data.transparency import without_alpha  # noqa: E402
+from pipeline.data.decode import without_alpha  # noqa: E402
 from pipeline.evaluation.knn import nearest_neighbours  # noqa: E402
 from pipeline.reporting.figures import save  # noqa: E402
 
