@@ -19,8 +19,7 @@ from pipeline.reporting.claims import (
     paper_claims,
 )
 from pipeline.reporting.names import label, paper_name
-from tests.conftest import merge
-from tests.conftest import project_params as project_dict
+from tests.conftest import merge, project_params
 
 
 def run_metrics(map_at_r: list[float], p1: list[float] | None = None) -> dict:
@@ -133,7 +132,7 @@ def test_proof_of_concept_claim_pairs_by_seed():
         "ccp": {"seeds": {"seed_0": {"test_map_at_r": 0.90}, "seed_1": {"test_map_at_r": 0.92}}},
         "sample_ccp": {"seeds": {"seed_0": {"test_map_at_r": 0.95}, "seed_1": {"test_map_at_r": 0.95}}},
     }
-    claim = next(c for c in paper_claims(project_params()) if c.where == "poc")
+    claim = next(c for c in paper_claims(params_with()) if c.where == "poc")
     row = claims_table([claim], {}, poc).iloc[0]
     assert row.map_at_r_diff == pytest.approx(4.0) and np.isnan(row.precision_at_1_diff)  # MAP@R only in 2-D
     assert (row.pairs, row.folds) == (2, 2)  # the seeds are its unit
@@ -176,7 +175,7 @@ def test_the_proof_of_concept_is_under_the_cap_rule():
             }
         }
 
-    claim = next(c for c in paper_claims(project_params()) if c.where == "poc")
+    claim = next(c for c in paper_claims(params_with()) if c.where == "poc")
     poc = {"ccp": seeds([0.90, 0.91, 0.92], [True, False, False]), "sample_ccp": seeds([0.95] * 3, [False] * 3)}
     assert claims_table([claim], {}, poc).verdict.iloc[0] == "reproduced"  # one seed cut: the rule allows it
     poc["sample_ccp"] = seeds([0.95] * 3, [True, True, False])
@@ -197,15 +196,15 @@ def test_arm_differences_name_each_setting_that_differs():
     )
 
 
-def project_params(**sections):
+def params_with(**sections):
     """The committed params.yaml, with `sections` merged in."""
-    return params_from_dict(merge(project_dict(), sections))
+    return params_from_dict(merge(project_params(), sections))
 
 
 def test_paper_claims_cover_the_issue_list():
     """Declared by the families' records (CCP, PROFS) and report.claims (the baselines'); the MLRC runs' first."""
     claims = paper_claims(
-        project_params(
+        params_with(
             ccp={"losses": ["c1", "c2", "ms", "triplet"]}, profs={"losses": ["contrastive", "triplet", "ms"]}
         )
     )
