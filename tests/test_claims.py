@@ -204,9 +204,7 @@ def params_with(**sections):
 def test_paper_claims_cover_the_issue_list():
     """Declared by the families' records (CCP, PROFS) and report.claims (the baselines'); the MLRC runs' first."""
     claims = paper_claims(
-        params_with(
-            ccp={"losses": ["c1", "c2", "ms", "triplet"]}, profs={"losses": ["contrastive", "triplet", "ms"]}
-        )
+        params_with(ccp={"losses": ["c1", "c2", "ms", "triplet"]}, profs={"losses": ["contrastive", "triplet", "ms"]})
     )
     assert claims[-1].where == "poc" and all(c.where == "runs" for c in claims[:-1])
     pairs = {(c.base, c.better) for c in claims}
