@@ -34,8 +34,8 @@ from omegaconf import OmegaConf
 from torch.utils.data import DataLoader
 
 from pipeline.config import params_from_dict
-from pipeline.data.digit_pairs import write_digit_pairs
 from pipeline.data.manifest import read_manifest
+from pipeline.datasets.digit_pairs import write_digit_pairs
 from pipeline.infra.runtime import choose_device
 from pipeline.training import loop as training
 from pipeline.training.experiment import train_fold

@@ -30,7 +30,7 @@ STAGES = {
         "--train-logs",
         "{tmp}/logs",
     ],
-    "train_ccp@c2-ccp": [
+    "train@c2_ccp": [
         "stages.train",
         "--method",
         "c2_ccp",

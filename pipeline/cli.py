@@ -26,7 +26,7 @@ from pathlib import Path
 
 import numpy as np
 
-from pipeline.data.folder import IMAGE_SUFFIXES
+from pipeline.datasets.folder import IMAGE_SUFFIXES
 from pipeline.infra.errors import PipelineError
 
 

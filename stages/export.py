@@ -4,7 +4,7 @@ folder as an artifact; `dml embed` / `dml search` (pipeline/cli.py) read the fil
 
 from pathlib import Path
 
-from pipeline.infra.io import atomic_path
+from pipeline.infra.io import atomic_path, read_json
 from stages._common import run
 
 
@@ -12,11 +12,12 @@ def main(params, args):
     from PIL import Image
 
     from pipeline.data.manifest import read_manifest
+    from pipeline.families import all_runs
     from pipeline.infra.download import download_folder
     from pipeline.models.backbones import describe_backbone
     from pipeline.models.export import best_model, export_model, preprocess, rebuild, recipe
     from pipeline.models.transforms import eval_transform
-    from pipeline.training.runs import all_runs, model_ids, model_name, run_record
+    from pipeline.training.runs import model_ids, model_name
 
     names = [model_name(fold, seed) for fold, seed in model_ids(params)]
     with Image.open(read_manifest(args.data).image_path(0)) as image:  # the example input the export traces
@@ -37,7 +38,7 @@ def main(params, args):
                 best_val_map_at_r=summary["best_val_map_at_r"],
                 embedding_dim=params.train.embedding_dim,
                 backbone=describe_backbone(params.backbone),
-                params=run_record(params, name),
+                params=read_json(Path(args.tuned) / f"{name}.json")["settings"],  # as trained: tuned values in
             )
             example = preprocess(about)(image).unsqueeze(0).expand(2, -1, -1, -1).contiguous()
             export_model(model, example, about, out / f"{name}.pt2")
@@ -46,6 +47,7 @@ def main(params, args):
 def configure(p):
     p.add_argument("--models", default="data/models")
     p.add_argument("--data", default="data/prepared")
+    p.add_argument("--tuned", default="data/tuned", help="each run's settings as it trained (the tune stage's files)")
     p.add_argument("--out", default="data/export")
 
 

@@ -6,11 +6,11 @@ from pathlib import Path
 
 from pipeline.data.manifest import read_manifest
 from pipeline.evaluation.runs import embeddings_file
+from pipeline.families import all_runs
 from pipeline.infra.io import atomic_path
 from pipeline.infra.parallel import run_jobs
 from pipeline.reporting.names import label
 from pipeline.reporting.pictures import class_names, run_pictures
-from pipeline.training.runs import all_runs
 from stages._common import run
 
 

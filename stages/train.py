@@ -1,25 +1,29 @@
 """train: one run (a method, or a CCP / PROFS loss x variant): a model per MLRC fold and replicate seed.
 
 The models train in ``train.workers`` processes. Writes per model (``fold-<k>-seed-<s>``) the best
-weights, the test embeddings and a summary, the per-epoch log (dvc plots) and, for outer-loop methods,
-one diagnostics row per sub-problem. Each output folder appears complete or not at all.
+weights, the test embeddings and a summary, the per-epoch log (dvc plots) and a sub-problem table (one row per
+sub-problem of an outer-loop method, none for the others). Each output folder appears complete or not at all.
+The run's settings come from params.yaml with the tune stage's values applied; they must be those the tune stage
+recorded in `--tuned` (what DVC saw change), or the stage stops.
 
 Under torchrun (``train.launcher``), every process trains the models one after the other with
-DistributedDataParallel (pipeline/infra/distributed.py) and only rank 0 writes.
+DistributedDataParallel (pipeline/training/distributed.py) and only rank 0 writes.
 """
 
+import json
 from contextlib import ExitStack
 from pathlib import Path
 
 import pandas as pd
 
 from pipeline.config import ParamsError
+from pipeline.families import all_runs
 from pipeline.infra.io import atomic_path, read_json
 from pipeline.infra.parallel import run_jobs
 from pipeline.infra.runtime import launched_by_torchrun, train_workers
 from pipeline.studies.tuning import apply_values
 from pipeline.training.jobs import FoldJob
-from pipeline.training.runs import all_runs, model_ids, model_name
+from pipeline.training.runs import model_ids, model_name, run_record
 from pipeline.training.worker import run_fold_job
 from stages._common import run
 
@@ -48,9 +52,12 @@ def main(params, args):
             f"{source}: method {args.method!r} is not one of the configured runs "
             f"({', '.join(runs)}; see experiment.methods and the method families' losses and variants)"
         )
-    tuned = read_json(args.tuned)["values"] if args.tuned else {}  # the tune stage's values for this run
-    if tuned:  # its values replace params.yaml's for this run; none: trained as written
-        params = apply_values(params, tuned, source=args.tuned)
+    if args.tuned:  # the tune stage's values for this run and the settings they give it; none: params as written
+        tuned = read_json(args.tuned)
+        if tuned["values"]:
+            params = apply_values(params, tuned["values"], source=args.tuned)
+        if json.loads(json.dumps(run_record(params, args.method))) != tuned.get("settings"):
+            raise ParamsError(f"{args.tuned}: written for other settings of {args.method} than {source}'s (rerun tune)")
     models = model_ids(params)
     ranked = launched_by_torchrun()
     if ranked and _join_ranks() != 0:  # the other ranks train alongside rank 0 and write nothing
@@ -79,12 +86,12 @@ def main(params, args):
             name = f"{model_name(fold, seed)}.csv"
             pd.DataFrame(outcome.history).to_csv(logs / name, index=False, float_format="%.6f")
             if subproblems is not None:
-                table = pd.DataFrame(outcome.diagnostics, columns=SUBPROBLEM_COLUMNS)
+                table = pd.DataFrame(outcome.diagnostics, columns=SUBPROBLEM_COLUMNS)  # no rows: no sub-problems
                 table.to_csv(subproblems / name, index=False, float_format="%.6f")
 
 
 def _join_ranks() -> int:
-    from pipeline.infra.distributed import init_from_env  # imports torch: only under torchrun
+    from pipeline.training.distributed import init_from_env  # imports torch: only under torchrun
 
     return init_from_env()
 
@@ -101,7 +108,7 @@ def configure(p):
         "not --logs: torchrun would take that for its --logs-specs",
     )
     p.add_argument("--subproblems", help="folder of CSVs with one row per sub-problem (outer-loop methods)")
-    p.add_argument("--tuned", help="the tune stage's values for this run (data/tuned/<run>.json)")
+    p.add_argument("--tuned", help="the tune stage's values and settings for this run (data/tuned/<run>.json)")
 
 
 if __name__ == "__main__":

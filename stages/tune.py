@@ -34,6 +34,7 @@ from pipeline.studies.tuning import (
     tuning_order,
     validation_objective,
 )
+from pipeline.training.runs import run_record
 from stages._common import run
 
 log = logging.getLogger("stages.tune")
@@ -80,6 +81,14 @@ def record(params, name: str, inherited: dict, args, workers: Workers) -> dict:
     return done
 
 
+def trained_with(params, name: str, values: dict) -> dict:
+    """What run `name`'s train stage reads and depends on: the tuned values and the run's settings with them
+    applied (its params section, pipeline/training/runs.py run_record), so that a change of a run's settings
+    reruns its train stage and no other (dvc.yaml's one train stage lists only the settings every run shares)."""
+    tuned = apply_values(params, values, source=f"values of {name}") if values else params
+    return {"run": name, "values": values, "settings": run_record(tuned, name)}
+
+
 def main(params, args):
     Path(args.studies).mkdir(parents=True, exist_ok=True)
     records: dict[str, dict] = {}
@@ -92,7 +101,7 @@ def main(params, args):
         for folder in (out, full):
             folder.mkdir()
         for r in records.values():
-            write_json(out / f"{r['run']}.json", {"run": r["run"], "values": r["values"]})
+            write_json(out / f"{r['run']}.json", trained_with(params, r["run"], r["values"]))
             write_json(full / f"{r['run']}.json", r)
 
 

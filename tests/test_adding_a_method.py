@@ -5,8 +5,11 @@ Before the registries (issue 42) a loss took 5 files (its schema and the loss un
 conf/config.yaml, params.yaml, the papers' names) and a family about 12 (run lists and parsing, four config
 modules, names, claims, the report's prose, conf/, dvc.yaml); a miner took 3 before issue 51 (its schema and the
 miner union in pipeline/config/miners.py, the builder's if-chain in pipeline/methods/baselines.py, the triplet
-miners' list the checks read). Now: a loss is its module (+ conf/config.yaml to train a run of it), a miner too,
-a family its record module, its objective module, conf/config.yaml and dvc.yaml.
+miners' list the checks read), a family 4 with its train stage in dvc.yaml before issue 51, and a data set 6 (the
+flat data schema, the checks' list of embedded sets, prepare's if-chain, the report's descriptions and its
+published-name table, its module) + its conf/dataset file. Now: a loss is its module (+ conf/config.yaml to train a
+run of it), a miner too, a family its record module, its objective module and conf/config.yaml, a data set its
+module and its conf/dataset file.
 """
 
 from __future__ import annotations
@@ -16,9 +19,10 @@ import sys
 from pathlib import Path
 
 import pytest
+import yaml
 
 from tests.conftest import ROOT, TINY_OVERRIDES, write_params_like_dvc
-from tests.test_pipeline_e2e import DVC, sh
+from tests.test_pipeline_e2e import DVC, _fails, sh
 
 pytestmark = pytest.mark.slow
 
@@ -139,7 +143,7 @@ def touched(repo: Path) -> set[str]:
 def regenerate_and_commit(repo: Path, message: str) -> None:
     """What a person runs after editing (docs/adding-a-method.md): params.yaml and dvc.yaml's code deps."""
     sh([sys.executable, "-m", "pipeline.compose"], repo)
-    sh([sys.executable, "-m", "pipeline.infra.dvc_deps", "--write"], repo)
+    sh([sys.executable, "-m", "pipeline.orchestration.dvc_deps", "--write"], repo)
     sh(["git", "add", "-A"], repo)
     sh(["git", "commit", "-qm", message], repo)
 
@@ -147,7 +151,7 @@ def regenerate_and_commit(repo: Path, message: str) -> None:
 @pytest.fixture(scope="module")
 def copy(tmp_path_factory):
     repo = tmp_path_factory.mktemp("extended")
-    for name in ("pipeline", "stages", "reference", "conf", "tests"):
+    for name in ("pipeline", "stages", "reference", "conf", "tests", "hydra_plugins"):
         shutil.copytree(ROOT / name, repo / name, ignore=shutil.ignore_patterns("__pycache__"))
     for name in ("dvc.yaml", ".dvcignore", "pyproject.toml", "reports/emoji/claims.csv"):  # the last: the report's
         (repo / name).parent.mkdir(parents=True, exist_ok=True)  # companion table
@@ -197,25 +201,18 @@ def test_a_family_is_four_files(copy):
         "\npoc:\n",
         "\ntoy:\n  losses:\n  - ms\n  - squared_contrastive\n  variants:\n  - single\n  - double\n\npoc:\n",
     )
-    dvc_yaml = copy / "dvc.yaml"  # its train stage (PROFS's, renamed), and the stages that read every run
-    text = dvc_yaml.read_text()
-    profs_stage = text[text.index("  train_profs:\n") : text.index("\n  evaluate:\n") + 1]
-    text = text.replace("      - profs\n", "      - profs\n      - toy\n")  # tune, export: the whole section
-    text = text.replace(
-        "      - profs.variants\n", "      - profs.variants\n      - toy.losses\n      - toy.variants\n"
-    )
-    text = text.replace("\n  evaluate:\n", "\n" + profs_stage.replace("profs", "toy") + "\n  evaluate:\n")
-    dvc_yaml.write_text(text)
-    assert touched(copy) == {"pipeline/families/toy.py", "pipeline/methods/toy.py", "conf/config.yaml", "dvc.yaml"}
+    # no stage of its own: dvc.yaml's train stage trains every run params.yaml composes (experiment.runs)
+    assert touched(copy) == {"pipeline/families/toy.py", "pipeline/methods/toy.py", "conf/config.yaml"}
     regenerate_and_commit(copy, "a family")
     # the project's own checks of dvc.yaml against the records and the import closure pass on the extended copy
     sh([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "tests/test_families.py"], copy)
-    assert "0 stage(s) whose code deps differ" in sh([sys.executable, "-m", "pipeline.infra.dvc_deps"], copy)
+    assert "0 stage(s) whose code deps differ" in sh([sys.executable, "-m", "pipeline.orchestration.dvc_deps"], copy)
 
 
 def test_both_train_through_the_tiny_config(copy):
-    sh(DVC + ["repro", "train@squared", "train@hard", "train_toy"], copy)
     runs = ["squared", "hard", "ms_single", "ms_double", "squared_contrastive_single", "squared_contrastive_double"]
+    assert yaml.safe_load((copy / "params.yaml").read_text())["experiment"]["runs"][-4:] == runs[-4:]
+    sh(DVC + ["repro", *(f"train@{run}" for run in runs)], copy)
     for run in runs:
         assert (copy / f"data/models/{run}/fold-0-seed-0/summary.json").is_file(), run
     names = sh(
@@ -229,7 +226,7 @@ def test_both_train_through_the_tiny_config(copy):
     assert (
         "['squared', 'hard', 'MS (single)', 'MS x2', 'Squared contrastive (single)', 'Squared contrastive x2']" in names
     )
-    assert "Data and pipelines are up to date" in sh(DVC + ["status", "train_toy"], copy)
+    assert "Data and pipelines are up to date" in sh(DVC + ["status", "train@ms_double"], copy)
 
 
 def test_a_familys_claims_reach_the_claims_table(copy):
@@ -245,3 +242,66 @@ def test_a_familys_claims_reach_the_claims_table(copy):
     assert (
         "| Squared contrastive: doubling the loss helps | a toy paper |" in (copy / "reports" / "claims.md").read_text()
     )
+
+
+TOY_DATASET = '''"""Stripes (a toy): grey 8 x 8 images of horizontal stripes, a class per stripe period and phase, with noise."""
+
+from pathlib import Path
+
+import numpy as np
+from PIL import Image
+from pydantic import Field
+
+from pipeline.data.manifest import MANIFEST_NAME, build_manifest
+from pipeline.datasets import Dataset, register_dataset
+from pipeline.infra.schema import section
+
+
+@section(kw_only=True)
+class StripesKeys:
+    stripes_noise: float = Field(20.0, ge=0.0)  # the pixel noise's standard deviation
+
+
+def prepare(out: Path, data, folds: int, seed: int) -> None:
+    rng = np.random.default_rng(seed)
+    paths, labels = [], []
+    for label in range(16):
+        period, phase = 2 + label // 4, label % 4
+        rows = (((np.arange(8) + phase) // period) % 2 * 255.0)[:, None].repeat(8, axis=1)
+        for i in range(8):
+            paths.append(f"images/{label:02d}/{i}.png")
+            labels.append(label)
+            (out / paths[-1]).parent.mkdir(parents=True, exist_ok=True)
+            noisy = rows + rng.normal(0.0, data.stripes_noise, rows.shape)
+            Image.fromarray(np.clip(noisy, 0, 255).astype(np.uint8)).save(out / paths[-1])
+    build_manifest(paths, labels, folds).to_csv(out / MANIFEST_NAME, index=False)
+
+
+register_dataset(Dataset("stripes", prepare, "stripes, a toy data set", schema=StripesKeys))
+'''
+
+TOY_DATASET_CONF = """# @package _global_
+# Stripes, a toy data set (pipeline/datasets/stripes.py)
+data:
+  name: stripes
+  stripes_noise: 30.0
+"""
+
+
+def test_a_data_set_is_its_module_and_its_conf_file(copy):
+    """Last here: it composes the copy's params.yaml for the new data set and trains a run on it."""
+    import pandas as pd
+
+    (copy / "pipeline/datasets/stripes.py").write_text(TOY_DATASET)
+    (copy / "conf/dataset/stripes.yaml").write_text(TOY_DATASET_CONF)
+    assert touched(copy) == {"pipeline/datasets/stripes.py", "conf/dataset/stripes.yaml"}
+    assert "0 stage(s) whose code deps differ" in sh([sys.executable, "-m", "pipeline.orchestration.dvc_deps"], copy)
+    sh([sys.executable, "-m", "pipeline.compose", "dataset=stripes"], copy)
+    assert yaml.safe_load((copy / "params.yaml").read_text())["data"]["stripes_noise"] == 30.0
+    ran = sh(DVC + ["repro", "train@squared"], copy)
+    assert all(f"Running stage '{stage}'" in ran for stage in ("prepare", "embed", "train@squared")), ran
+    manifest = pd.read_csv(copy / "data/prepared/manifest.csv")
+    assert len(manifest) == 128 and manifest.label.nunique() == 16
+    assert (copy / "data/models/squared/fold-0-seed-0/summary.json").is_file()
+    bad = _fails([sys.executable, "-m", "pipeline.compose", "dataset=stripes", "data.stripes_noise=-1"], copy)
+    assert "data.stripes_noise" in bad

@@ -1,4 +1,4 @@
-"""pipeline/data/benchmarks.py: the four benchmarks from tiny fake archives in their real layouts, served
+"""pipeline/datasets/benchmarks.py: the four benchmarks from tiny fake archives in their real layouts, served
 from a loopback HTTP server or a local folder: download, resume, checksums, traversal, manifest and folds."""
 
 from __future__ import annotations
@@ -14,8 +14,8 @@ import pytest
 from PIL import Image
 
 from pipeline.config import params_from_dict
-from pipeline.data import benchmarks
 from pipeline.data.manifest import DataError, read_manifest
+from pipeline.datasets import benchmarks
 from pipeline.infra.download import DownloadError
 from tests.conftest import merge, project_params
 

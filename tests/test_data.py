@@ -2,8 +2,8 @@ import numpy as np
 import pytest
 from sklearn.datasets import load_digits
 
-from pipeline.data.digit_pairs import make_digit_pairs
 from pipeline.data.manifest import DataError, build_manifest, fold_of_class, read_manifest
+from pipeline.datasets.digit_pairs import make_digit_pairs
 
 
 def test_folds_are_contiguous_class_blocks_in_label_order():

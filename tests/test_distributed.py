@@ -1,5 +1,5 @@
 """Two processes on the gloo backend (CPU): one DDP step on each half of a global batch equals the
-single-process step on the whole batch (pipeline/infra/distributed.py, pipeline/training.Stepper)."""
+single-process step on the whole batch (pipeline/training/distributed.py, pipeline/training.Stepper)."""
 
 from __future__ import annotations
 
@@ -108,7 +108,7 @@ def test_two_gloo_processes_take_the_single_process_step(tmp_path):
 
 
 def test_methods_without_multi_process_support_are_refused():
-    from pipeline.infra.distributed import DistributedError
+    from pipeline.training.distributed import DistributedError
 
     params = params_from_dict(merge(project_params(), TINY_OVERRIDES))
     with pytest.raises(DistributedError, match="PROFSObjective: this method does not support multi-process"):

@@ -1,17 +1,17 @@
-"""dvc.yaml's code deps equal each stage's import closure (pipeline/infra/dvc_deps.py), so an edit reruns what it affects."""
+"""dvc.yaml's code deps equal each stage's import closure (pipeline/orchestration/dvc_deps.py), so an edit reruns what it affects."""
 
 import textwrap
 from pathlib import Path
 
 import pytest
 
-from pipeline.infra import dvc_deps
-from pipeline.infra.dvc_deps import EXCLUDED, ROOT, closure, differences, expand, main, wanted_deps, write
+from pipeline.orchestration import dvc_deps
+from pipeline.orchestration.dvc_deps import ROOT, closure, differences, expand, main, wanted_deps, write
 
 
 def test_every_stage_depends_on_exactly_the_code_its_command_imports():
     found = differences(ROOT / "dvc.yaml")
-    assert not found, "run `python -m pipeline.infra.dvc_deps --write`: " + ", ".join(found)
+    assert not found, "run `python -m pipeline.orchestration.dvc_deps --write`: " + ", ".join(found)
 
 
 def test_only_the_stages_that_run_a_solver_or_model_depend_on_it():
@@ -21,14 +21,6 @@ def test_only_the_stages_that_run_a_solver_or_model_depend_on_it():
     assert not any(p.startswith(("pipeline/linear/", "pipeline/methods/", "pipeline/training")) for p in config)
     for stage in ("prepare", "embed", "evaluate", "export", "pictures", "report"):
         assert not any(d.startswith("pipeline/linear") for d in wanted_deps(f"stages.{stage}")), stage
-
-
-def test_each_excluded_module_exists_and_some_stage_imports_it():
-    yaml_stages = dvc_deps._yaml().load(ROOT / "dvc.yaml")["stages"]
-    imported = set().union(*(closure(dvc_deps.stage_module(n, str(s["cmd"]))) for n, s in yaml_stages.items()))
-    for path, why in EXCLUDED.items():
-        assert (ROOT / path).is_file() and why, path
-        assert Path(path) in imported, f"{path} is imported by no stage: drop it from EXCLUDED"
 
 
 def _project(root: Path) -> Path:

@@ -1,4 +1,4 @@
-"""pipeline/data/emoji.py: name matching, rendering, and the prepared data set, on npm-style tarballs the tests write."""
+"""pipeline/datasets/emoji.py: name matching, rendering, and the prepared data set, on npm-style tarballs the tests write."""
 
 from __future__ import annotations
 
@@ -13,8 +13,8 @@ import pandas as pd
 import pytest
 from PIL import Image
 
-from pipeline.data import emoji
 from pipeline.data.manifest import DataError, read_manifest
+from pipeline.datasets import emoji
 from pipeline.infra.download import DownloadError
 
 SQUARE = '<rect x="0" y="0" width="8" height="16" fill="#ff0000"/>'  # left half of a 16 x 16 icon
@@ -164,6 +164,7 @@ def test_dataset_emoji_composes_its_settings_and_the_stages_run(three_sets, tmp_
         },
     )
     raw["experiment"]["folds"] = [0, 1]
+    del raw["experiment"]["runs"]  # composed for the emoji lists, not the tiny ones
     params = params_from_dict(raw)
     assert (params.backbone.name, params.backbone.weights, params.train.mode) == (
         "efficientnet_lite0",

@@ -1,13 +1,13 @@
-"""The method-family registry: run names parse back to their family, and dvc.yaml gives every family the stages
-and params keys its record declares."""
+"""The method-family registry: run names parse back to their family, and dvc.yaml's one train stage trains every
+run params.yaml composes from the lists."""
 
 from __future__ import annotations
 
 import pytest
 import yaml
 
-from pipeline.families import families
-from pipeline.training.runs import all_runs, family_runs, parse_run
+from pipeline.config import ParamsError, load_params, params_from_dict
+from pipeline.families import all_runs, families, family_runs, parse_run
 from tests.conftest import ROOT
 
 
@@ -35,28 +35,23 @@ def test_variant_lists_hold_every_variant_once():
         assert sorted(listed) == sorted(family.variants), family.section
 
 
-def test_dvc_yaml_gives_each_family_its_train_stages_and_keys():
-    """Per variant list a train stage over <section>.losses x <section>.<list> with the keys its record declares;
-    the stages that read every run (tune, export: the whole section; evaluate, pictures: its lists) name it."""
+def test_one_train_stage_trains_every_composed_run():
+    """dvc.yaml trains the runs of experiment.runs (composed from the lists, so no family needs a stage of its own);
+    a run's own section is no param of it: its settings reach it through data/tuned/<run>.json."""
     stages = yaml.safe_load((ROOT / "dvc.yaml").read_text())["stages"]
-    for family in families().values():
-        s = family.section
-        lists = [f"{s}.losses", *(f"{s}.{key}" for key in family.variant_lists)]
-        for key in family.variant_lists:
-            found = [
-                stage
-                for stage in stages.values()
-                if stage.get("matrix") == {"loss": f"${{{s}.losses}}", "variant": f"${{{s}.{key}}}"}
-            ]
-            assert len(found) == 1, f"dvc.yaml: no single train stage over {s}.losses x {s}.{key}"
-            stage = found[0]
-            assert "--method ${item.loss}_${item.variant}" in stage["cmd"]
-            params = {p for p in stage["params"] if isinstance(p, str) and p.startswith(s)}
-            if family.stage_keys is None:
-                assert params == {s}
-            else:
-                assert params == {f"{s}.${{item.loss}}", *(f"{s}.{k}" for k in family.stage_keys[key])}
-        for name in ("tune", "export"):
-            assert s in stages[name]["params"], f"dvc.yaml: {name} does not depend on {s}"
-        for name in ("evaluate", "pictures"):
-            assert set(lists) <= set(stages[name]["params"]), f"dvc.yaml: {name} does not depend on {lists}"
+    assert [n for n, s in stages.items() if "-m stages.train" in s["cmd"]] == ["train"]
+    train = stages["train"]
+    assert train["matrix"] == {"run": "${experiment.runs}"} and "--tuned data/tuned/${item.run}.json" in train["cmd"]
+    assert not [p for p in train["params"] if p.split(".")[0] in ("baselines", *families())]
+    params = load_params(ROOT / "params.yaml")
+    assert params.experiment.runs == all_runs(params)
+
+
+def test_experiment_runs_is_composed_from_the_lists_and_a_stale_one_stops():
+    from pipeline.compose import composed
+
+    runs = composed(["experiment.methods=[ms]", "ccp.losses=[c1]", "ccp.variants=[]", "profs.losses=[]"])
+    assert runs["experiment"]["runs"] == ["ms", "c1_ccp"]
+    stale = {**runs, "experiment": {**runs["experiment"], "methods": ["danml"]}}
+    with pytest.raises(ParamsError, match=r"params.yaml: experiment.runs: \['ms', 'c1_ccp'\] is not what"):
+        params_from_dict(stale)

@@ -1,4 +1,4 @@
-"""Your own images (pipeline/data/folder.py): a folder of class folders or a CSV manifest, the MLRC split and folds,
+"""Your own images (pipeline/datasets/folder.py): a folder of class folders or a CSV manifest, the MLRC split and folds,
 and one line naming the file or class for bad input, with nothing written."""
 
 import re
@@ -10,8 +10,8 @@ import pandas as pd
 import pytest
 from PIL import Image
 
-from pipeline.data.folder import write_folder
 from pipeline.data.manifest import DataError, read_manifest
+from pipeline.datasets.folder import write_folder
 
 
 def make_folder(root, classes: int = 8, per_class: int = 3, size=(12, 10), seed: int = 0):

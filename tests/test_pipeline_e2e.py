@@ -11,7 +11,7 @@ import pandas as pd
 import pytest
 import yaml
 
-from pipeline.infra import fanout
+from pipeline.orchestration import fanout
 from pipeline.reporting.names import label
 from tests.conftest import ROOT, TINY_OVERRIDES, write_params_like_dvc
 
@@ -51,7 +51,7 @@ def stages_run(output: str) -> set[str]:
 @pytest.fixture(scope="module")
 def repo(tmp_path_factory):
     repo = tmp_path_factory.mktemp("project")
-    for name in ("pipeline", "stages", "reference", "conf"):
+    for name in ("pipeline", "stages", "reference", "conf", "hydra_plugins"):
         shutil.copytree(ROOT / name, repo / name, ignore=shutil.ignore_patterns("__pycache__"))
     for name in ("dvc.yaml", ".dvcignore", "reports/emoji/claims.csv"):  # the last: the report's companion table
         (repo / name).parent.mkdir(parents=True, exist_ok=True)
@@ -102,10 +102,10 @@ def test_repro_builds_every_output(repo):
         "export",
         "train@ms",
         "train@proxy_anchor",
-        "train_ccp_base@c2-loss_proxy",
-        "train_ccp@c2-ccp",
-        "train_profs@ms-plain",
-        "train_profs@ms-profs_hncm",
+        "train@c2_loss_proxy",
+        "train@c2_ccp",
+        "train@ms_plain",
+        "train@ms_profs_hncm",
         "ablation@paper-ccp",
         "ablation@paper-profs",
     }
@@ -198,7 +198,7 @@ def test_ccp_lambda_changes_only_ccp_rows_and_figures(repo):
     # not Loss-Proxy: no lambda there; tune reads every run's section, and at 0 trials rewrites the same records
     assert ran == {
         "tune",
-        "train_ccp@c2-ccp",
+        "train@c2_ccp",
         "ablation@paper-ccp",
         "poc@paper",
         "evaluate",
@@ -228,7 +228,7 @@ def test_exp_run_reruns_only_the_changed_method(repo):
     comes back from the run cache (not retrained) and only the uncached poc reruns beside train@ms."""
     out = sh(DVC + ["exp", "run", "-S", "baselines.ms.loss.alpha=3.0"], repo)
     assert stages_run(out) == {"tune", "train@ms", "evaluate", "pictures", "export", "report@paper", "poc@paper"}
-    assert "Stage 'train_ccp@c2-ccp' is cached" in out
+    assert "Stage 'train@c2_ccp' is cached" in out
     params = yaml.safe_load((repo / "params.yaml").read_text())
     assert params["baselines"]["ms"]["loss"]["alpha"] == 3.0 and params["ccp"]["lambda"] == 0.0002
     shown = sh(DVC + ["exp", "show", "--csv"], repo)
@@ -321,11 +321,11 @@ def test_the_run_cache_travels_through_a_remote(repo, tmp_path_factory):
 
 
 def test_a_fan_out_over_two_local_jobs_assembles_the_plain_reports(repo, tmp_path_factory):
-    """pipeline/infra/fanout.py with submitit's local executor, on a commit whose params changed since dvc.lock (as
+    """pipeline/orchestration/fanout.py with submitit's local executor, on a commit whose params changed since dvc.lock (as
     `dvc exp run -S baselines.ms.loss.alpha=3.0` changed the workspace above): one job for prepare / embed /
     tune, two sharing the train, ablation and LANML stages. The jobs restore from each other's runs instead of
     recomputing, the workspace that assembles trains nothing, and it ends with the plain `dvc exp run`'s bytes."""
-    from pipeline.infra.fanout import FANNED, fan_out, fanned_stages, make_executor
+    from pipeline.orchestration.fanout import FANNED, fan_out, fanned_stages, make_executor
 
     root = tmp_path_factory.mktemp("cluster")
     (root / "remote").mkdir()

@@ -15,9 +15,10 @@ from torch import nn
 
 from pipeline.config import params_from_dict
 from pipeline.data.images import ManifestImages
-from pipeline.infra import cuda_graphs, runtime
+from pipeline.infra import runtime
 from pipeline.infra.parallel import run_jobs
 from pipeline.models.transforms import eval_transform
+from pipeline.training import cuda_graphs
 from pipeline.training.loop import EmbeddingInputs, TrainContext, autocast, embed
 from tests.conftest import merge
 

@@ -1,6 +1,7 @@
 """Stage CLIs on bad input: one line naming the key, exit code 2, earlier outputs untouched."""
 
 import hashlib
+import json
 import subprocess
 import sys
 
@@ -260,3 +261,22 @@ def test_an_empty_params_file_is_one_line(tmp_path):
     done = run_stage("prepare", tmp_path / "params.yaml", "--out", str(tmp_path / "out"))
     assert done.returncode == 2
     assert _last_line(done).startswith(f"error: {tmp_path / 'params.yaml'}: empty (")
+
+
+def test_train_refuses_settings_other_than_those_tune_wrote(tmp_path, tiny_dict, prepared):
+    """DVC reruns a run's train stage when its data/tuned/<run>.json changes, which holds the run's settings; a
+    params.yaml whose settings for the run differ from that file's (edited after tune ran) stops the stage before
+    it trains, naming the file."""
+    from pipeline.config import params_from_dict
+    from pipeline.training.runs import run_record
+    from stages.tune import trained_with
+
+    tuned = tmp_path / "ms.json"
+    written = trained_with(params_from_dict(tiny_dict), "ms", {})
+    assert written["settings"] == json.loads(json.dumps(run_record(params_from_dict(tiny_dict), "ms")))
+    tuned.write_text(json.dumps(written))
+    edited = write_params(tmp_path / "params.yaml", merge(tiny_dict, {"baselines": {"ms": {"loss": {"alpha": 3.0}}}}))
+    args = ("--method", "ms", "--data", str(prepared), "--tuned", str(tuned))
+    done = run_stage("train", edited, *args, "--out", str(tmp_path / "m"), "--train-logs", str(tmp_path / "l"))
+    assert done.returncode != 0 and not (tmp_path / "m").exists()
+    assert _last_line(done) == f"error: {tuned}: written for other settings of ms than params.yaml's (rerun tune)"

@@ -9,8 +9,8 @@ from PIL import Image
 
 from pipeline.config import BackboneConfig, ParamsError, params_from_dict
 from pipeline.data.decode import without_alpha
-from pipeline.data.folder import write_folder
 from pipeline.data.manifest import read_manifest
+from pipeline.datasets.folder import write_folder
 from pipeline.models.features import extract_features
 from pipeline.models.transforms import eval_transform
 from pipeline.reporting.pictures import _thumbnail

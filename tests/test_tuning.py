@@ -256,8 +256,11 @@ def test_the_tune_stage_records_every_run_and_train_applies_the_best_values(tmp_
         assert done.returncode == 0, done.stderr
     assert done.stderr.count("validation MAP@R") == 9  # one log line per trial: ms, c2_batch, c2_ccp
     ms, other = read_json(records / "ms.json"), read_json(records / "proxy_anchor.json")
-    assert read_json(tuned / "ms.json") == {"run": "ms", "values": ms["values"]}  # what train reads: values only
-    assert read_json(tuned / "proxy_anchor.json") == {"run": "proxy_anchor", "values": {}}
+    # what train reads: the values and the run's settings with them (the one file of its own settings it depends on)
+    alpha = ms["values"]["baselines.ms.loss.alpha"]
+    assert read_json(tuned / "ms.json")["values"] == ms["values"]
+    assert read_json(tuned / "ms.json")["settings"]["loss"]["alpha"] == alpha
+    assert read_json(tuned / "proxy_anchor.json")["values"] == {}
     assert ms["trials"] == 3 and len(ms["history"]) == 3 and (tmp_path / "studies" / "ms.journal").is_file()
     best = max(ms["history"], key=lambda t: t["val_map_at_r"])
     assert ms["values"] == best["values"] and 0.5 <= ms["values"]["baselines.ms.loss.alpha"] <= 8.0

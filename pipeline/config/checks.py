@@ -7,7 +7,8 @@ from PIL import ImageColor
 
 from pipeline.config.base import ParamsError, dotted, to_dict
 from pipeline.config.studies import LANML_GRID_KEYS
-from pipeline.families import families
+from pipeline.datasets import datasets
+from pipeline.families import all_runs, families
 from pipeline.losses import loss_records
 from pipeline.miners import miner_records
 
@@ -61,6 +62,11 @@ def _check_runs(p, source: str) -> None:
             )
     if len(set(p.experiment.methods)) != len(p.experiment.methods):
         raise ParamsError(f"{source}: experiment.methods: duplicate method names")
+    if p.experiment.runs is not None and p.experiment.runs != (runs := all_runs(p)):
+        raise ParamsError(
+            f"{source}: experiment.runs: {p.experiment.runs} is not what experiment.methods and the families' lists "
+            f"give ({runs}): compose params.yaml again (python -m pipeline.compose) instead of editing its lists"
+        )
     batch = p.train.classes_per_batch * p.train.images_per_class
     xbm_losses = [loss for loss, record in loss_records().items() if record.xbm]
     triplet_miners = [miner for miner, record in miner_records().items() if record.triplets]
@@ -86,7 +92,7 @@ def _check_runs(p, source: str) -> None:
 def _check_protocol(p, source: str) -> None:
     """A real data set trains under one of the papers' protocols (conf/protocol), an embedded one or your own folder
     under none: a data set's name alone (``-S data.name=cub``) would train it at the embedded default's settings."""
-    embedded = p.data.name in ("digit_pairs", "emoji", "folder")
+    embedded = datasets()[p.data.name].paper_name is None
     if embedded != (p.data.setting == "none"):
         fix = f"-S dataset={p.data.name}" + ("" if embedded else " (protocol mlrc; or -S protocol=conventional)")
         raise ParamsError(

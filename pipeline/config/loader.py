@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from dataclasses import field, make_dataclass
 from pathlib import Path
+from typing import Literal
 
 from omegaconf import DictConfig, OmegaConf
 from pydantic import Field, TypeAdapter, ValidationError
@@ -17,10 +18,24 @@ from pydantic import Field, TypeAdapter, ValidationError
 from pipeline.config.base import ParamsError, rename_keywords, yaml_key
 from pipeline.config.checks import check_consistency
 from pipeline.config.methods import BaselineConfig
-from pipeline.config.run import BackboneConfig, DataConfig, EvalConfig, ExperimentConfig, TrainConfig
+from pipeline.config.run import BackboneConfig, DataKeys, EvalConfig, ExperimentConfig, TrainConfig
 from pipeline.config.studies import AblationConfig, LanmlConfig, PocConfig, ReportConfig, ScopeConfig, TuneConfig
+from pipeline.datasets import datasets
 from pipeline.families import families
 from pipeline.infra.schema import section
+
+
+def _data_section() -> type:
+    """``data``: the keys every data set has, ``name`` one of the registered data sets (pipeline/datasets), then each
+    data set's own keys (its record's schema), so a new data set needs no edit here."""
+    records = list(datasets().values())
+    own = [r.schema for r in records if r.schema is not None]
+    name = ("name", Literal[tuple(r.name for r in records)], Field("digit_pairs"))
+    bases = (*reversed(own), DataKeys)  # a dataclass takes its bases' fields last base first: DataKeys' lead
+    return section(make_dataclass("DataConfig", [name], bases=bases, kw_only=True, namespace={"__module__": __name__}))
+
+
+DataConfig = _data_section()
 
 
 def _root() -> type:

@@ -3,30 +3,12 @@
 from __future__ import annotations
 
 from dataclasses import field
-from typing import Annotated, Literal, get_args
+from typing import Annotated, Literal
 
 from pydantic import Field
 
 from pipeline.infra.schema import section
 
-BenchmarkName = Literal["cub", "cars196", "sop", "inshop"]  # pipeline/data/benchmarks.py
-EmbeddedName = Literal["digit_pairs", "emoji"]  # installed offline
-FolderName = Literal["folder"]  # your own images: data.source, pipeline/data/folder.py
-EmojiSet = Literal[
-    "noto",
-    "noto-v1",
-    "twemoji",
-    "openmoji",
-    "fluent-emoji",
-    "fluent-emoji-flat",
-    "fluent-emoji-high-contrast",
-    "emojione",
-    "emojione-v1",
-    "emojione-monotone",
-    "streamline-emojis",
-]  # pipeline/data/emoji.py EMOJI_SETS
-BENCHMARK_NAMES = list(get_args(BenchmarkName))
-EMOJI_SET_NAMES = list(get_args(EmojiSet))
 PositiveInt = Annotated[int, Field(ge=1)]
 Workers = Literal["auto"] | PositiveInt  # processes: a number, or auto (pipeline/infra/runtime.py worker_count)
 
@@ -36,15 +18,22 @@ class ExperimentConfig:
     """What the pipeline runs: dvc.yaml's train/evaluate matrices read these lists."""
 
     methods: list[str] = field(default_factory=lambda: ["ms", "proxy_anchor"])
+    # composed from methods and the families' lists (conf/config.yaml ${dml_runs:}); dvc.yaml's train matrix reads
+    # it, so it must say what those lists say (pipeline/config/checks.py); None: not composed (a dict in a test)
+    runs: list[str] | None = None
     folds: list[int] = field(default_factory=lambda: [0, 1, 2, 3])
     # replicate seeds: every run trains folds x seeds models (pipeline/training/runs.py model_ids)
     seeds: list[Annotated[int, Field(ge=0)]] = Field(default_factory=lambda: [0], min_length=1)
 
 
-@section
-class DataConfig:
-    # digit_pairs: the embedded default; emoji: the real-image default; the real benchmarks (conf/dataset)
-    name: Literal[EmbeddedName, BenchmarkName, FolderName] = "digit_pairs"
+@section(kw_only=True)
+class DataKeys:
+    """The ``data`` keys every data set has; each data set's own keys come from its record (pipeline/datasets),
+    and pipeline/config/loader.py merges them into the ``data`` section."""
+
+    # digit_pairs: the embedded default; emoji: the real-image default; folder: your own images; the real
+    # benchmarks (conf/dataset); one of pipeline/datasets' records
+    name: str = "digit_pairs"
     # the real data sets' protocol (conf/protocol); none for the embedded sets
     setting: Literal["none", "mlrc", "conventional"] = "none"
     # real data sets: a folder with the data set's files (archives or extracted), or its single archive;
@@ -56,17 +45,6 @@ class DataConfig:
     background: str = "white"
     download_dir: str = "data/downloads"
     mirror: str = ""
-    # digit pairs: images drawn per class (each image = two real digit images side by side)
-    images_per_class: int = Field(40, ge=2)
-    # fraction of each digit's instances reserved for training-class images (rest: test classes)
-    train_instance_fraction: float = Field(0.5, gt=0.0, lt=1.0)
-    # number of classes of the digit-pair set (at most 100 ordered pairs)
-    num_classes: int = Field(100, ge=4, le=100)
-    # emoji: the Iconify emoji sets drawn (one image per set per class), the number of them that must hold
-    # an emoji for it to be a class, and the rendered image side in pixels
-    emoji_sets: list[EmojiSet] = field(default_factory=lambda: list(EMOJI_SET_NAMES))
-    emoji_min_sets: int = Field(8, ge=2)
-    render_size: int = Field(224, ge=16)
 
 
 @section
@@ -122,7 +100,7 @@ class TrainConfig:
     num_workers: int = Field(0, ge=0)
     # finetune mode on CUDA: autocast precision (fp32 = none, fp16 with gradient scaling, bf16)
     amp: Literal["fp32", "fp16", "bf16"] = "fp32"  # not "off": YAML 1.1 reads that as false
-    # on CUDA: the network's training forward and backward replayed from a CUDA graph (pipeline/infra/cuda_graphs.py)
+    # on CUDA: the network's training forward and backward replayed from a CUDA graph (pipeline/training/cuda_graphs.py)
     cuda_graphs: bool = True
     # the train stages' command (dvc.yaml): python, or torchrun --standalone --nproc_per_node=N for DDP
     launcher: str = "python"

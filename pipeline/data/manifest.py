@@ -15,11 +15,14 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
-import pandas as pd
 
 from pipeline.infra.errors import PipelineError
+
+if TYPE_CHECKING:  # pandas is imported where it is used (every stage imports this module with params)
+    import pandas as pd
 
 MANIFEST_NAME = "manifest.csv"
 COLUMNS = ["path", "label", "split", "fold"]
@@ -54,6 +57,8 @@ def build_manifest(
     `split`: a data set's official split (SOP's Ebay_train/Ebay_test, In-shop's train/query/gallery);
     None: the sorted classes cut in half (MLRC; CUB 100/100 and Cars 98/98 are their official splits too).
     """
+    import pandas as pd
+
     labels = np.asarray(labels, dtype=np.int64)
     classes, counts = np.unique(labels, return_counts=True)
     small = classes[counts < 2]
@@ -107,6 +112,8 @@ class Manifest:
 
 
 def read_manifest(root: str | Path) -> Manifest:
+    import pandas as pd
+
     path = Path(root) / MANIFEST_NAME
     if not path.is_file():
         raise DataError(f"{path}: manifest not found (run the prepare stage)")

@@ -1,7 +1,7 @@
-"""Registry packages: a package whose modules register themselves when imported (pipeline/losses,
-pipeline/miners, pipeline/families, pipeline/methods) calls :func:`import_modules` with its own name, so that
-nothing lists its modules. pipeline/infra/dvc_deps.py recognises that call in a package's `__init__.py` and makes
-every module beside it a dependency of the stages that import the package.
+"""Registry packages: a package whose modules register themselves when imported (pipeline/losses, pipeline/miners,
+pipeline/families, pipeline/methods) calls :func:`import_modules` with its own name, so that nothing lists its
+modules. pipeline/orchestration/dvc_deps.py recognises that call in a package's `__init__.py` and makes every module
+beside it a dependency of the stages that import the package.
 """
 
 from __future__ import annotations

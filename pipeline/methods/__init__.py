@@ -1,16 +1,17 @@
-"""Training methods: each is an objective (loss on a batch, optional outer-loop hooks) run by the
-one training loop. Run names and their params sections: pipeline/training/runs.py. A method family (pipeline/families)
+"""Training methods: each is an objective (loss on a batch, optional outer-loop hooks) run by the one training loop.
+Run names: pipeline/families; their params sections: pipeline/training/runs.py. A method family (pipeline/families)
 names the module here whose ``build_objective`` builds its runs' objectives; every module of this package is
-imported with it, so that module is loaded and is a dependency of the stages that train (pipeline/infra/dvc_deps.py).
+imported with it, so that module is loaded and is a dependency of the stages that train
+(pipeline/orchestration/dvc_deps.py).
 """
 
 from __future__ import annotations
 
 import importlib
 
+from pipeline.families import parse_run
 from pipeline.infra.registry import import_modules
 from pipeline.methods.baselines import BaselineObjective
-from pipeline.training.runs import parse_run
 
 import_modules(__name__)
 

@@ -243,7 +243,8 @@ def _render(value) -> str:
 def claim_differences(params, claims: list[Claim]) -> dict[tuple[str, str], str]:
     """(base, better) -> what the arms of each claim whose runs are trained differ in: a family's variants (or the
     2-D proof of concept's) by their variant, any other pair by `arm_differences` of their recorded settings."""
-    from pipeline.training.runs import all_runs, parse_run, run_record
+    from pipeline.families import all_runs, parse_run
+    from pipeline.training.runs import run_record
 
     trained, out = set(all_runs(params)), {}
     for c in claims:

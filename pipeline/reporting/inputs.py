@@ -9,20 +9,15 @@ from pathlib import Path
 import pandas as pd
 
 from pipeline.config import ParamsError
+from pipeline.datasets import datasets
+from pipeline.families import all_runs, parse_run
 from pipeline.infra.io import read_json
 from pipeline.reporting import budgets, comparison
-from pipeline.reporting.reference import paper_dataset, read_published
+from pipeline.reporting.reference import read_published
 from pipeline.reporting.subproblems import read_subproblems
 from pipeline.studies import ablation
 from pipeline.studies.tuning import tuning_order
-from pipeline.training.runs import (
-    all_runs,
-    alternating_ccp_runs,
-    ccp_runs,
-    model_ids,
-    parse_run,
-    run_train_config,
-)
+from pipeline.training.runs import alternating_ccp_runs, ccp_runs, model_ids, run_train_config
 
 
 def _need(path: Path, what: str, hint: str) -> Path:
@@ -112,20 +107,7 @@ def load(params, args) -> ReportInputs:
 
 def context_lines(params, inputs) -> str:
     first = next(iter(inputs.metrics.values()))
-    dataset = paper_dataset(params.data.name)
-    embedded = {
-        "digit_pairs": "the embedded default, made from scikit-learn's bundled digits",
-        "emoji": "the real-image default: emoji drawn by different artists' sets, an SOP-shaped stand-in",
-    }
-    if dataset:
-        where = f"**{params.data.name}** (the {dataset} benchmark)"
-    elif params.data.name == "folder":
-        where = f"**folder** (your own images: `{params.data.source}`)"
-    else:
-        where = (
-            f"**{params.data.name}** ({embedded[params.data.name]}; these numbers "
-            "are not a reproduction of CUB / Cars196 / SOP / In-shop results)"
-        )
+    where = f"**{params.data.name}** ({datasets()[params.data.name].description.format(data=params.data)})"
     return (
         f"- data set: {where}\n"
         f"- test set: {first['num_test_images']} images of {first['num_test_classes']} unseen classes\n"

@@ -10,11 +10,10 @@ from pathlib import Path
 
 import pandas as pd
 
+from pipeline.datasets import datasets
 from pipeline.infra.errors import PipelineError
 
 COLUMNS = ["paper", "table", "dataset", "protocol", "method", "run", "metric", "value", "std", "note"]
-# data.name of a real benchmark -> its name in the papers' tables (issue 8's preparers use these names)
-PAPER_DATASETS = {"cub": "CUB", "cars196": "Cars196", "sop": "SOP", "inshop": "In-shop"}  # data.name -> published.csv
 
 
 class ReferenceError(PipelineError, ValueError):
@@ -45,5 +44,6 @@ def read_published(path: Path) -> pd.DataFrame:
 
 
 def paper_dataset(name: str) -> str | None:
-    """The papers' name of data set `name`, or None for a data set no paper reports (the embedded default)."""
-    return PAPER_DATASETS.get(name)
+    """The papers' name of data set `name` (its record's, pipeline/datasets), or None for a data set no paper
+    reports (the embedded defaults, your own folder)."""
+    return datasets()[name].paper_name

@@ -39,9 +39,10 @@ from pathlib import Path
 import numpy as np
 
 from pipeline.config import Params, ParamsError, SearchDim, dotted, params_from_dict, to_dict
+from pipeline.families import all_runs
 from pipeline.infra.parallel import Workers
 from pipeline.infra.runtime import derive_seed
-from pipeline.training.runs import all_runs, run_config, run_train_config
+from pipeline.training.runs import run_config, run_train_config
 
 log = logging.getLogger(__name__)
 

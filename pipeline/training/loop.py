@@ -17,12 +17,12 @@ only the head trains) and ``finetune`` (inputs are augmented images, backbone
 and head train). On CUDA, ``train.amp`` runs the forward pass under autocast
 (fp16 with gradient scaling, or bf16), image batches are channels-last, and with
 ``train.cuda_graphs`` the network's forward and backward passes replay a CUDA graph
-(pipeline/infra/cuda_graphs.py). Image batches come from ``train.num_workers`` DataLoader
+(pipeline/training/cuda_graphs.py). Image batches come from ``train.num_workers`` DataLoader
 processes into pinned memory; the training and the validation loaders are built once
 per fit and their workers persist between epochs (the validation fold is read by the
 same workers every epoch). Under torchrun the network is wrapped in
 DistributedDataParallel and every rank trains on its share of each batch
-(pipeline/infra/distributed.py).
+(pipeline/training/distributed.py).
 """
 
 from __future__ import annotations
@@ -41,11 +41,11 @@ from torch.utils.data import DataLoader, Dataset, TensorDataset
 
 from pipeline.config import TrainConfig
 from pipeline.evaluation.retrieval import map_at_r
-from pipeline.infra import distributed
 from pipeline.infra.console import note
-from pipeline.infra.cuda_graphs import graphed
 from pipeline.infra.errors import PipelineError
 from pipeline.methods.objective import Objective, trainable
+from pipeline.training import distributed
+from pipeline.training.cuda_graphs import graphed
 from pipeline.training.samplers import ClassBatchSampler, rows_per_class
 
 log = logging.getLogger(__name__)
@@ -260,7 +260,7 @@ class Stepper:
         self.ranks = distributed.world_size()
         fp16 = self.device.type == "cuda" and self.cfg.amp == "fp16"
         self.scaler = torch.amp.GradScaler("cuda", enabled=fp16)
-        # pipeline/infra/cuda_graphs.py: captured at the first step, from its batch
+        # pipeline/training/cuda_graphs.py: captured at the first step, from its batch
         self.capture = (
             self.cfg.cuda_graphs
             and self.device.type == "cuda"

@@ -6,8 +6,8 @@ Runs are named after what they train:
 - a method family's runs (pipeline/families) ``<loss>_<variant>`` for every loss in ``<section>.losses`` and
   variant in its variant lists: ``c2_batch``, ``c2_loss_proxy``, ``c2_ccp`` (ccp), ``ms_profs_hncm`` (profs)...,
   all configured by the family's section.
-A family run's name is parsed against the registered families' loss keys and variants, so it says which family
-it belongs to. This module imports no torch, so stages that only dispatch or report stay quick to start.
+The names themselves come from pipeline/families (all_runs, parse_run). This module imports no torch, so stages
+that only dispatch or report stay quick to start.
 """
 
 from __future__ import annotations
@@ -15,13 +15,7 @@ from __future__ import annotations
 import dataclasses
 from pathlib import Path
 
-from pipeline.families import Family, families
-
-
-def family_runs(params, family: Family) -> list[str]:
-    """The runs of `family` params trains, loss by loss."""
-    cfg = getattr(params, family.section)
-    return [f"{loss}_{variant}" for loss in cfg.losses for variant in family.trained_variants(cfg)]
+from pipeline.families import families, family_runs, parse_run
 
 
 def ccp_runs(params) -> list[str]:
@@ -31,21 +25,6 @@ def ccp_runs(params) -> list[str]:
 def alternating_ccp_runs(params) -> list[str]:
     """The CCP runs that alternate sub-problems (Algorithm 1), in run order."""
     return [r for r in ccp_runs(params) if parse_run(r)[2] in params.ccp.alternating]
-
-
-def all_runs(params) -> list[str]:
-    """Every run the pipeline trains and reports, in report order: baselines, then family by family."""
-    return list(params.experiment.methods) + [r for f in families().values() for r in family_runs(params, f)]
-
-
-def parse_run(name: str) -> tuple[Family, str, str] | None:
-    """(family, loss, variant) of a family run name, or None (a baseline's or an unknown name)."""
-    for family in families().values():
-        for variant in family.variants:
-            loss = name.removesuffix(f"_{variant}")
-            if loss != name and loss in family.losses:
-                return family, loss, variant
-    return None
 
 
 def model_ids(params) -> list[tuple[int, int]]:

@@ -26,7 +26,7 @@ from pathlib import Path
 
 log = logging.getLogger(__name__)
 UPSTREAM = "tune"  # with its dependencies prepare and embed
-FANNED = re.compile(r"^(train[a-z_]*|ablation|lanml)@")
+FANNED = re.compile(r"^(train|ablation|lanml)@")
 
 
 def _dvc(args: list[str], cwd: Path) -> str:

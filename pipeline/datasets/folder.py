@@ -19,11 +19,11 @@ import shutil
 from pathlib import Path
 
 import numpy as np
-import pandas as pd
 from tqdm import tqdm
 
 from pipeline.data.decode import opened_image
 from pipeline.data.manifest import MANIFEST_NAME, DataError, build_manifest
+from pipeline.datasets import Dataset, register_dataset
 
 log = logging.getLogger(__name__)
 
@@ -45,6 +45,8 @@ def _from_folder(root: Path) -> tuple[list[Path], list[str]]:
 
 def _from_csv(path: Path) -> tuple[list[Path], list[str]]:
     """The rows of a CSV manifest (path, label), paths relative to its folder."""
+    import pandas as pd
+
     try:
         table = pd.read_csv(path, dtype={"path": str, "label": str})
     except (pd.errors.ParserError, UnicodeDecodeError) as err:
@@ -78,6 +80,8 @@ def _place(source: Path, target: Path) -> None:
 
 def write_folder(out: Path, source: str, num_folds: int) -> None:
     """Check the images of `source` (module docstring), then place them and the manifest under `out`."""
+    import pandas as pd
+
     if not source:
         raise DataError("data.source: empty (-S data.source=<a folder of class folders, or a CSV path,label>)")
     root = Path(source)
@@ -103,3 +107,10 @@ def write_folder(out: Path, source: str, num_folds: int) -> None:
         (manifest.split == "train").sum(),
         (manifest.split == "test").sum(),
     )
+
+
+def prepare(out: Path, data, folds: int, seed: int) -> None:
+    write_folder(out, data.source, folds)
+
+
+register_dataset(Dataset("folder", prepare, "your own images: `{data.source}`"))

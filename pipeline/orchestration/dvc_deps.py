@@ -4,7 +4,7 @@ A stage's command runs `-m stages.<name>`; its code deps are every project modul
 at module or function level, transitively, with the `__init__.py` of each package on the way (Python runs
 them); a registry package, whose `__init__.py` imports each module beside it at run time
 (`import_modules(__name__)`, pipeline/infra/registry.py: pipeline/losses, families, methods), brings all of
-them. A folder stands for its .py files when all of them are in the closure. `python -m pipeline.infra.dvc_deps`
+them. A folder stands for its .py files when all of them are in the closure. `python -m pipeline.orchestration.dvc_deps`
 prints the stages whose deps differ; `--write` rewrites those lists in dvc.yaml (comments kept);
 tests/test_dvc_deps.py fails while any differs.
 """
@@ -21,11 +21,6 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[2]
 PACKAGES = ("pipeline", "stages")  # the project's code; everything else is an installed package
 COMMAND = re.compile(r"-m\s+(stages\.\w+)")
-# Modules no stage output can depend on, kept out of every stage's deps (tests/test_dvc_deps.py checks each
-# is imported by some stage, so the list cannot outlive its reason).
-EXCLUDED = {
-    "pipeline/infra/userdirs.py": "where downloaded weights and the font list are cached, not what is computed",
-}
 
 
 def module_file(name: str, root: Path = ROOT) -> Path | None:
@@ -90,8 +85,8 @@ def code_files(root: Path = ROOT) -> set[Path]:
 
 
 def wanted_deps(module: str, root: Path = ROOT) -> list[str]:
-    """The stage's code deps: its closure less EXCLUDED, a folder where every .py file under it is included."""
-    files = {p for p in closure(module, root) if p.as_posix() not in EXCLUDED}
+    """The stage's code deps: its closure, a folder where every .py file under it is included."""
+    files = closure(module, root)
     everything = code_files(root)
     folders = {parent for p in files for parent in p.parents if parent != Path(".")}
     whole = {d for d in folders if all(f in files for f in everything if d in f.parents)}

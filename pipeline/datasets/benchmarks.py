@@ -28,13 +28,18 @@ import logging
 import shutil
 from collections.abc import Callable
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
-import pandas as pd
 
 from pipeline.data.manifest import MANIFEST_NAME, DataError, build_manifest
-from pipeline.infra.download import DownloadError, download, safe_extract, verify
+from pipeline.datasets import Dataset, register_dataset
+from pipeline.infra.download import DownloadError, download, download_folder, safe_extract, verify
+
+if TYPE_CHECKING:  # pandas is imported where it is used (every stage imports this module with params)
+    import pandas as pd
 
 log = logging.getLogger(__name__)
 RAW = "raw"  # the extracted data set inside the prepared folder
@@ -57,9 +62,12 @@ class Benchmark:
     files: tuple[RemoteFile, ...]
     # reads the extracted folder: (image paths relative to it, integer labels, official split or None)
     read: Callable[[Path], tuple[list[str], np.ndarray, np.ndarray | None]]
+    paper_name: str  # its name in the papers' tables (reference/published.csv)
 
 
 def _read_table(path: Path, names: list[str], skip: int = 0) -> pd.DataFrame:
+    import pandas as pd
+
     if not path.is_file():
         raise DataError(f"{path}: annotation file not found")
     table = pd.read_csv(path, sep=r"\s+", header=None, names=names, skiprows=skip, dtype=str)
@@ -96,6 +104,8 @@ def read_cars(root: Path):
 
 
 def read_sop(root: Path):
+    import pandas as pd
+
     base = root / "Stanford_Online_Products"
     names = ["image_id", "class_id", "super_class_id", "path"]
     parts = [_read_table(base / f"Ebay_{s}.txt", names, skip=1).assign(split=s) for s in ("train", "test")]
@@ -127,6 +137,7 @@ BENCHMARKS = {
             ),
         ),
         read_cub,
+        "CUB",
     ),
     "cars196": Benchmark(
         "Cars196",
@@ -144,6 +155,7 @@ BENCHMARKS = {
             ),
         ),
         read_cars,
+        "Cars196",
     ),
     "sop": Benchmark(
         "Stanford Online Products",
@@ -156,11 +168,13 @@ BENCHMARKS = {
             ),
         ),
         read_sop,
+        "SOP",
     ),
     "inshop": Benchmark(
         "In-shop Clothes Retrieval",
         (RemoteFile("img.zip", "", None, "img"), RemoteFile("list_eval_partition.txt", "", None)),
         read_inshop,
+        "In-shop",
     ),
 }
 
@@ -247,3 +261,13 @@ def prepare_benchmark(
         "; ".join(f"{s} {r.images} images / {r.classes} classes" for s, r in counts.iterrows()),
     )
     return manifest
+
+
+def prepare(key: str, out: Path, data, folds: int, seed: int) -> None:
+    prepare_benchmark(key, out, data.source, download_folder(data.download_dir), data.mirror, folds)
+
+
+for _key, _bench in BENCHMARKS.items():
+    register_dataset(
+        Dataset(_key, partial(prepare, _key), f"the {_bench.paper_name} benchmark", paper_name=_bench.paper_name)
+    )

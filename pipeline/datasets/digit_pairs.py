@@ -22,10 +22,12 @@ from pathlib import Path
 
 import numpy as np
 from PIL import Image
-from sklearn.datasets import load_digits
+from pydantic import Field
 from tqdm import tqdm
 
 from pipeline.data.manifest import MANIFEST_NAME, DataError, build_manifest
+from pipeline.datasets import Dataset, register_dataset
+from pipeline.infra.schema import section
 
 log = logging.getLogger(__name__)
 
@@ -42,6 +44,8 @@ def _instance_pools(targets: np.ndarray, train_fraction: float, rng: np.random.G
 
 def make_digit_pairs(num_classes: int, images_per_class: int, train_fraction: float, seed: int):
     """Images (N, 8, 16) uint8, labels (N,), and the pair (a, b) of every class id."""
+    from sklearn.datasets import load_digits  # here: every stage imports this record, few need scikit-learn
+
     digits = load_digits()
     rng = np.random.default_rng(seed)
     pools = _instance_pools(digits.target, train_fraction, rng)
@@ -88,3 +92,30 @@ def write_digit_pairs(
         (manifest.split == "train").sum(),
         (manifest.split == "test").sum(),
     )
+
+
+@section(kw_only=True)
+class DigitPairsKeys:
+    """The ``data`` keys of the digit pairs."""
+
+    # images drawn per class (each image = two real digit images side by side)
+    images_per_class: int = Field(40, ge=2)
+    # fraction of each digit's instances reserved for training-class images (rest: test classes)
+    train_instance_fraction: float = Field(0.5, gt=0.0, lt=1.0)
+    # number of classes of the digit-pair set (at most 100 ordered pairs)
+    num_classes: int = Field(100, ge=4, le=100)
+
+
+def prepare(out: Path, data, folds: int, seed: int) -> None:
+    write_digit_pairs(out, data.num_classes, data.images_per_class, data.train_instance_fraction, folds, seed)
+
+
+register_dataset(
+    Dataset(
+        "digit_pairs",
+        prepare,
+        "the embedded default, made from scikit-learn's bundled digits; these numbers are not a reproduction of "
+        "CUB / Cars196 / SOP / In-shop results",
+        schema=DigitPairsKeys,
+    )
+)
