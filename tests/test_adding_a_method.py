@@ -292,6 +292,8 @@ def test_a_data_set_is_its_module_and_its_conf_file(copy):
     """Last here: it composes the copy's params.yaml for the new data set and trains a run on it."""
     import pandas as pd
 
+    sh(["git", "add", "-A"], copy)  # the tests before: their reports and dvc.lock
+    sh(["git", "commit", "-qm", "the runs so far"], copy)
     (copy / "pipeline/datasets/stripes.py").write_text(TOY_DATASET)
     (copy / "conf/dataset/stripes.yaml").write_text(TOY_DATASET_CONF)
     assert touched(copy) == {"pipeline/datasets/stripes.py", "conf/dataset/stripes.yaml"}

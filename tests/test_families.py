@@ -50,7 +50,8 @@ def test_one_train_stage_trains_every_composed_run():
 def test_experiment_runs_is_composed_from_the_lists_and_a_stale_one_stops():
     from pipeline.compose import composed
 
-    runs = composed(["experiment.methods=[ms]", "ccp.losses=[c1]", "ccp.variants=[]", "profs.losses=[]"])
+    others = [f"{section}.losses=[]" for section in families() if section != "ccp"]
+    runs = composed(["experiment.methods=[ms]", "ccp.losses=[c1]", "ccp.variants=[]", *others])
     assert runs["experiment"]["runs"] == ["ms", "c1_ccp"]
     stale = {**runs, "experiment": {**runs["experiment"], "methods": ["danml"]}}
     with pytest.raises(ParamsError, match=r"params.yaml: experiment.runs: \['ms', 'c1_ccp'\] is not what"):
