@@ -10,6 +10,7 @@ from pipeline.config import load_params
 from pipeline.data.manifest import read_manifest
 from pipeline.models.features import FeatureCache
 from pipeline.training.experiment import train_fold
+from pipeline.training.runs import run_setup
 
 
 def load_inputs(params_path: str):
@@ -34,7 +35,7 @@ def timed_run(params, name, manifest, features, owner, attr: str, repeats: int):
         setattr(owner, attr, wrapped)
         try:
             t = time.perf_counter()
-            result = train_fold(params, name, 0, manifest, features, torch.device("cpu"))
+            result = train_fold(run_setup(params, name), 0, manifest, features, torch.device("cpu"))
             total = time.perf_counter() - t
         finally:
             setattr(owner, attr, original)

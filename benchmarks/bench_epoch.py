@@ -39,6 +39,7 @@ from pipeline.datasets.digit_pairs import write_digit_pairs
 from pipeline.infra.runtime import choose_device
 from pipeline.training import loop as training
 from pipeline.training.experiment import train_fold
+from pipeline.training.runs import run_setup
 
 
 class Clock:
@@ -161,7 +162,7 @@ def main():
         write_digit_pairs(Path(tmp), d.num_classes, d.images_per_class, d.train_instance_fraction, 4, params.seed)
         manifest = read_manifest(tmp)
         start = clock.now()
-        result = train_fold(params, args.method, 0, manifest, None, device, test=False)
+        result = train_fold(run_setup(params, args.method), 0, manifest, None, device, test=False)
     ends = [start, *clock.epoch_ends]
     walls = np.diff(ends)  # epoch 0: the validation before training (and everything before it)
     parts = ["steps", "loader start-up", "loader wait", "validation embedding", "validation kNN"]

@@ -49,6 +49,7 @@ from pipeline.models.backbones import build_backbone
 from pipeline.models.embedder import Embedder, build_head
 from pipeline.models.transforms import train_transform
 from pipeline.training.loop import FoldData, autocast, epoch_batches, prepare, to_device
+from pipeline.training.runs import run_setup
 
 
 def synthetic_set(root: Path, classes: int, per_class: int) -> None:
@@ -117,7 +118,7 @@ def loader_rate(params, root: str, models: int, steps: int, device) -> float:
     data = images(params, root)
     loaders = []
     for m in range(models):
-        objective = build_objective(params, "ms", len(np.unique(data.train_labels)), params.train.embedding_dim)
+        objective = build_objective(run_setup(params, "ms"), len(np.unique(data.train_labels)))
         loaders.append(iter(_infinite(epoch_batches(data, params.train, device, objective, m))))
     for loader in loaders:  # workers started, first batches in
         next(loader)
@@ -141,7 +142,7 @@ def _train_model(args) -> tuple[int, float, float, float]:
     torch.manual_seed(seed)
     data = images(params, root)
     model = model_for(params, device)
-    objective = build_objective(params, "ms", len(np.unique(data.train_labels)), params.train.embedding_dim)
+    objective = build_objective(run_setup(params, "ms"), len(np.unique(data.train_labels)))
     step, loader, _ = prepare(model, objective, data, params.train, device, seed)
     model.train()
     batches = _infinite(loader)

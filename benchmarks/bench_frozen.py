@@ -45,6 +45,7 @@ from pipeline.methods.objective import Objective
 from pipeline.models.embedder import Embedder
 from pipeline.training import loop as training
 from pipeline.training.experiment import load_features, train_fold
+from pipeline.training.runs import run_setup
 
 PARTS = [
     "batches",
@@ -174,7 +175,7 @@ def bench_run(params, method, manifest, features, epochs: int) -> dict:
     clock = Clock()
     instrument_once(clock)
     start = time.perf_counter()
-    result = train_fold(params, method, 0, manifest, features, torch.device("cpu"), test=False)
+    result = train_fold(run_setup(params, method), 0, manifest, features, torch.device("cpu"), test=False)
     walls = np.diff([start, *clock.epoch_ends])
     later = range(2, len(walls))
     row = {"run": method, "epochs": len(walls) - 1, "best val MAP@R": result.fit.best_val_map_at_r}
@@ -298,8 +299,7 @@ def stage_overhead(params_file: str | None, run: str, data: str, features: str) 
     import sys
     import tempfile
 
-    from pipeline.config import load_params
-    from pipeline.studies.tuning import apply_values
+    from pipeline.config import apply_values, load_params
     from pipeline.training.runs import model_ids
 
     params_file = params_file or "params.yaml"
@@ -330,7 +330,7 @@ def stage_overhead(params_file: str | None, run: str, data: str, features: str) 
     experiment.fit = timed_fit
     manifest, cache = read_manifest(data), load_features(features)
     for fold, seed in model_ids(params):
-        train_fold(params, run, fold, manifest, cache, torch.device("cpu"), seed, test=False)
+        train_fold(run_setup(params, run), fold, manifest, cache, torch.device("cpu"), seed, test=False)
     print(
         f"train stage {run}: {wall:.1f} s wall, {stage_cpu:.1f} CPU-s; its {len(fits)} fits {sum(fits):.1f} CPU-s; "
         f"beyond the fits {stage_cpu - sum(fits):.1f} CPU-s ({100 * (1 - sum(fits) / stage_cpu):.1f}% of the stage)"

@@ -24,6 +24,7 @@ from pipeline.config import load_params
 from pipeline.data.manifest import read_manifest
 from pipeline.models.features import FeatureCache
 from pipeline.training.experiment import train_fold
+from pipeline.training.runs import run_setup
 
 BEFORE = {
     "proxy_lr_multiplier": 10.0,
@@ -46,7 +47,7 @@ def main():
     manifest, features = read_manifest(args.data), FeatureCache.load(f"{args.features}/features.npz")
     settings = {"as released (default)": params, "before issue 22": replace(params, ccp=replace(params.ccp, **BEFORE))}
     for name, p in settings.items():
-        result = train_fold(p, f"{args.loss}_ccp", 0, manifest, features, torch.device("cpu"), args.seed)
+        result = train_fold(run_setup(p, f"{args.loss}_ccp"), 0, manifest, features, torch.device("cpu"), args.seed)
         rows = pd.DataFrame(result.diagnostics)
         print(
             f"\n{args.loss}_ccp, fold 0, seed {args.seed}, {name}: {len(rows)} sub-problems, "

@@ -11,13 +11,14 @@ from stages._common import run
 def main(params, args):
     from PIL import Image
 
+    from pipeline.config import apply_values
     from pipeline.data.manifest import read_manifest
     from pipeline.families import all_runs
     from pipeline.infra.download import download_folder
     from pipeline.models.backbones import describe_backbone
     from pipeline.models.export import best_model, export_model, preprocess, rebuild, recipe
     from pipeline.models.transforms import eval_transform
-    from pipeline.training.runs import model_ids, model_name
+    from pipeline.training.runs import model_ids, model_name, run_setup
 
     names = [model_name(fold, seed) for fold, seed in model_ids(params)]
     with Image.open(read_manifest(args.data).image_path(0)) as image:  # the example input the export traces
@@ -28,7 +29,11 @@ def main(params, args):
         for name in all_runs(params):
             best, summary = best_model(Path(args.models) / name, names)
             weights = Path(args.models) / name / best / "model.pt"
-            model = rebuild(params, name, weights, download_folder(params.data.download_dir))
+            tuned_file = Path(args.tuned) / f"{name}.json"  # the run as trained: tuned values in
+            tuned = read_json(tuned_file)
+            trained = apply_values(params, tuned["values"], source=str(tuned_file)) if tuned["values"] else params
+            setup = run_setup(trained, name)
+            model = rebuild(setup, weights, download_folder(params.data.download_dir))
             about = recipe(
                 params.backbone,
                 params.data.background,
@@ -36,9 +41,9 @@ def main(params, args):
                 run=name,
                 model=best,
                 best_val_map_at_r=summary["best_val_map_at_r"],
-                embedding_dim=params.train.embedding_dim,
+                embedding_dim=setup.train.embedding_dim,
                 backbone=describe_backbone(params.backbone),
-                params=read_json(Path(args.tuned) / f"{name}.json")["settings"],  # as trained: tuned values in
+                params=tuned["settings"],
             )
             example = preprocess(about)(image).unsqueeze(0).expand(2, -1, -1, -1).contiguous()
             export_model(model, example, about, out / f"{name}.pt2")

@@ -9,7 +9,7 @@ import numpy as np
 from pipeline.infra.io import write_json
 from pipeline.infra.parallel import run_jobs
 from pipeline.reporting.figures import poc_figure
-from pipeline.studies.poc import poc_job
+from pipeline.studies.poc import poc_job, poc_setup
 from stages._common import run
 
 PANELS = {
@@ -32,7 +32,8 @@ KEYS = MEAN_KEYS + ("best_epoch", "stop_reason", "cut_while_improving")  # per s
 
 def main(params, args):
     seeds = params.poc.seeds
-    jobs = [(params, variant, seed) for seed in seeds for variant in PANELS]
+    setup = poc_setup(params)
+    jobs = [(setup, variant, seed) for seed in seeds for variant in PANELS]
     results = run_jobs(poc_job, jobs, params.train.workers, params.train.threads_per_worker, desc="poc")
     by_job = {(variant, seed): r for (_, variant, seed), r in zip(jobs, results)}
     poc_figure({title: by_job[variant, seeds[0]] for variant, title in PANELS.items()}, Path(args.figure))

@@ -16,14 +16,13 @@ from pathlib import Path
 
 import pandas as pd
 
-from pipeline.config import ParamsError
+from pipeline.config import ParamsError, apply_values
 from pipeline.families import all_runs
 from pipeline.infra.io import atomic_path, read_json
 from pipeline.infra.parallel import run_jobs
 from pipeline.infra.runtime import launched_by_torchrun, train_workers
-from pipeline.studies.tuning import apply_values
 from pipeline.training.jobs import FoldJob
-from pipeline.training.runs import model_ids, model_name, run_record
+from pipeline.training.runs import model_ids, model_name, run_setup
 from pipeline.training.worker import run_fold_job
 from stages._common import run
 
@@ -56,20 +55,21 @@ def main(params, args):
         tuned = read_json(args.tuned)
         if tuned["values"]:
             params = apply_values(params, tuned["values"], source=args.tuned)
-        if json.loads(json.dumps(run_record(params, args.method))) != tuned.get("settings"):
-            raise ParamsError(f"{args.tuned}: written for other settings of {args.method} than {source}'s (rerun tune)")
+    setup = run_setup(params, args.method)  # all the workers see of params
+    if args.tuned and json.loads(json.dumps(setup.record())) != tuned.get("settings"):
+        raise ParamsError(f"{args.tuned}: written for other settings of {args.method} than {source}'s (rerun tune)")
     models = model_ids(params)
     ranked = launched_by_torchrun()
     if ranked and _join_ranks() != 0:  # the other ranks train alongside rank 0 and write nothing
         for fold, seed in models:
-            run_fold_job(FoldJob(params, args.method, fold, args.data, args.features, seed=seed))
+            run_fold_job(FoldJob(setup, fold, args.data, args.features, seed=seed))
         return
     with ExitStack() as stack:
         out, logs = (stack.enter_context(atomic_path(p)) for p in (args.out, args.train_logs))
         out.mkdir()  # the workers create only their own model folders in it
         subproblems = stack.enter_context(atomic_path(args.subproblems)) if args.subproblems else None
         jobs = [
-            FoldJob(params, args.method, fold, args.data, args.features, str(out / model_name(fold, seed)), seed=seed)
+            FoldJob(setup, fold, args.data, args.features, str(out / model_name(fold, seed)), seed=seed)
             for fold, seed in models
         ]
         outcomes = (

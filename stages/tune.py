@@ -21,12 +21,11 @@ worker processes kept for the whole stage (pipeline/infra/parallel.py Workers).
 import logging
 from pathlib import Path
 
-from pipeline.config import to_dict
+from pipeline.config import apply_values, to_dict
 from pipeline.infra.io import atomic_path, write_json
 from pipeline.infra.parallel import Workers
 from pipeline.infra.runtime import train_workers
 from pipeline.studies.tuning import (
-    apply_values,
     completed_trials,
     finished_study,
     run_study,

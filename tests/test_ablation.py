@@ -33,7 +33,12 @@ def test_profs_grid_sweeps_lambda_then_a_fixed_m(tiny_params):
     ]
     assert points[2][1].profs.m_mode == "fixed" and points[2][1].profs.m == 5
     _, jobs = ablation.jobs(tiny_params, "profs", "d", "f")
-    assert {(j.method, j.fold, j.evaluate, j.out) for j in jobs} == {("ms_profs", 0, True, None)}
+    assert {(j.setup.name, j.fold, j.evaluate, j.out) for j in jobs} == {("ms_profs", 0, True, None)}
+    assert [(j.setup.method.m_mode, j.setup.method.lambda_) for j in jobs] == [
+        ("derived", 0.0),
+        ("derived", 1e-3),
+        ("fixed", 1e-3),
+    ]  # each job carries its grid point's section
 
 
 def test_unknown_study_is_refused(tiny_params):

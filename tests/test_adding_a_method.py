@@ -123,9 +123,9 @@ class ToyObjective(Objective):
         return self.factor * super().batch_loss(model, x, y)
 
 
-def build_objective(params, loss, variant, num_classes, embedding_dim):
-    section = getattr(params.toy, loss)
-    return ToyObjective(build_loss(section, LossContext(num_classes, embedding_dim)), 2.0 if variant == "double" else 1.0)
+def build_objective(toy, train, loss, variant, num_classes):
+    context = LossContext(num_classes, train.embedding_dim)
+    return ToyObjective(build_loss(getattr(toy, loss), context), 2.0 if variant == "double" else 1.0)
 '''
 
 

@@ -9,6 +9,7 @@ from pytorch_metric_learning import distances, losses, reducers
 
 from pipeline.config import ParamsError, params_from_dict
 from pipeline.losses.modules.anml import DANMLLoss, ImprovedLiftedLoss, ImprovedNPairLoss, log_sum_exp_radius
+from pipeline.training.runs import run_setup
 from tests.conftest import merge
 
 X = torch.nn.functional.normalize(
@@ -166,5 +167,5 @@ def test_every_anml_method_trains_a_few_steps(tiny_dict, tiny_data):
     manifest, features = tiny_data
     params = params_from_dict(merge(tiny_dict, {"train": {"max_epochs": 1}}))
     for name in ("danml", "lifted", "anml_lifted", "npair", "anml_npair"):
-        result = train_fold(params, name, 0, manifest, features, torch.device("cpu"))
+        result = train_fold(run_setup(params, name), 0, manifest, features, torch.device("cpu"))
         assert np.isfinite(result.fit.history[-1]["train_loss"]), name

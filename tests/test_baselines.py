@@ -13,6 +13,7 @@ from pipeline.evaluation.spectrum import singular_value_spectrum, spectral_decay
 from pipeline.losses.modules.quadruplet import QuadrupletLoss
 from pipeline.methods.baselines import BaselineObjective
 from pipeline.miners.modules.tuple_miners import RhoSwitchMiner, TripletPerAnchorMiner
+from pipeline.training.runs import run_setup
 from tests.conftest import merge, project_params
 
 # four points on a line (1-D embeddings): classes 0, 0, 1, 2
@@ -113,7 +114,7 @@ def test_spc_k_batches(k, tiny_dict):
     run = params.baselines["margin_d"]
     run.sampler.images_per_class = k
     labels = np.repeat(np.arange(10), 10)
-    sampler = BaselineObjective(run, 10, 8, params.train).batch_sampler(labels, params.train, seed=0)
+    sampler = BaselineObjective(run, 10, params.train).batch_sampler(labels, params.train, seed=0)
     if k == 4:
         assert sampler is None  # the loop's default MPerClassSampler already is SPC-4 here
         return
@@ -125,7 +126,7 @@ def test_spc_k_batches(k, tiny_dict):
 def test_random_class_batches(tiny_params):
     run = tiny_params.baselines["margin_d_random_class"]
     labels = np.repeat(np.arange(5), 10)
-    sampler = BaselineObjective(run, 5, 8, tiny_params.train).batch_sampler(labels, tiny_params.train, seed=0)
+    sampler = BaselineObjective(run, 5, tiny_params.train).batch_sampler(labels, tiny_params.train, seed=0)
     sizes = set()
     for batch in sampler:
         assert len(batch) == 8
@@ -153,6 +154,6 @@ def test_every_baseline_trains_a_few_steps(name, tiny_dict, tiny_data):
     params = params_from_dict(
         merge(tiny_dict, {"train": {"max_epochs": 1, "classes_per_batch": 2, "images_per_class": per_class}})
     )
-    result = train_fold(params, name, 0, manifest, features, torch.device("cpu"))
+    result = train_fold(run_setup(params, name), 0, manifest, features, torch.device("cpu"))
     assert np.isfinite(result.fit.history[-1]["train_loss"]), name
     assert np.isfinite(result.test_embeddings).all()

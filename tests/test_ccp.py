@@ -21,6 +21,7 @@ from pipeline.methods.kcenter import covering_radius, greedy_k_center
 from pipeline.methods.objective import projection_penalty
 from pipeline.models.embedder import normalize_embeddings
 from pipeline.training.experiment import train_fold
+from pipeline.training.runs import run_setup
 from tests.conftest import merge
 
 CPU = torch.device("cpu")
@@ -312,7 +313,7 @@ def ccp_params(tiny_dict):
 
 def test_ccp_runs_subproblems_and_logs_diagnostics(ccp_params, tiny_data):
     manifest, features = tiny_data
-    result = train_fold(ccp_params, "c2_ccp", 0, manifest, features, CPU)
+    result = train_fold(run_setup(ccp_params, "c2_ccp"), 0, manifest, features, CPU)
     rows = result.diagnostics
     assert 2 <= len(rows) <= 3 and [r["subproblem"] for r in rows] == list(range(1, len(rows) + 1))
     assert rows[0]["lambda"] == 0.0 and all(r["lambda"] == ccp_params.ccp.lambda_ for r in rows[1:])
@@ -331,8 +332,8 @@ def test_ccp_and_loss_proxy_are_one_computation_up_to_the_first_reinitialisation
     """Common random numbers: the same start, batches and K-center, so every epoch of CCP's first sub-problem
     is bit for bit Loss-Proxy's; they part when K-center re-initialises CCP's proxies."""
     manifest, features = tiny_data
-    ccp = train_fold(ccp_params, "c2_ccp", 0, manifest, features, CPU, seed=1)
-    proxy = train_fold(ccp_params, "c2_loss_proxy", 0, manifest, features, CPU, seed=1)
+    ccp = train_fold(run_setup(ccp_params, "c2_ccp"), 0, manifest, features, CPU, seed=1)
+    proxy = train_fold(run_setup(ccp_params, "c2_loss_proxy"), 0, manifest, features, CPU, seed=1)
     first = ccp.diagnostics[0]["epochs"]
     assert len(ccp.diagnostics) >= 2 and len(proxy.fit.history) > first + 1
     np.testing.assert_array_equal(_log(ccp)[: first + 1], _log(proxy)[: first + 1])  # epochs 0..first
@@ -352,8 +353,8 @@ def test_every_run_of_a_fold_and_seed_starts_from_the_same_network(ccp_params, t
 
     monkeypatch.setattr(experiment, "fit", recording)
     for method in ("c2_batch", "c2_ccp", "ms", "ms_plain", "ms_profs_hncm"):
-        train_fold(ccp_params, method, 1, manifest, features, CPU, seed=0)
-    train_fold(ccp_params, "ms", 1, manifest, features, CPU, seed=1)
+        train_fold(run_setup(ccp_params, method), 1, manifest, features, CPU, seed=0)
+    train_fold(run_setup(ccp_params, "ms"), 1, manifest, features, CPU, seed=1)
     (first, first_seed), *rest, (other, other_seed) = starts
     for state, batch_seed in rest:
         assert batch_seed == first_seed and all(torch.equal(state[k], first[k]) for k in first)
@@ -362,13 +363,13 @@ def test_every_run_of_a_fold_and_seed_starts_from_the_same_network(ccp_params, t
 
 def test_loss_proxy_is_one_subproblem_and_batch_has_none(ccp_params, tiny_data):
     manifest, features = tiny_data
-    assert len(train_fold(ccp_params, "c2_loss_proxy", 0, manifest, features, CPU).diagnostics) == 1
-    assert train_fold(ccp_params, "triplet_batch", 0, manifest, features, CPU).diagnostics == []
+    assert len(train_fold(run_setup(ccp_params, "c2_loss_proxy"), 0, manifest, features, CPU).diagnostics) == 1
+    assert train_fold(run_setup(ccp_params, "triplet_batch"), 0, manifest, features, CPU).diagnostics == []
 
 
 def test_sample_based_ccp_trains(ccp_params, tiny_data):
     manifest, features = tiny_data
-    result = train_fold(ccp_params, "ms_sample_ccp", 1, manifest, features, CPU)
+    result = train_fold(run_setup(ccp_params, "ms_sample_ccp"), 1, manifest, features, CPU)
     assert np.isfinite(result.test_embeddings).all() and len(result.diagnostics) >= 1
     assert float(np.linalg.norm(result.test_embeddings, axis=1).max()) <= 1 + 1e-5  # Lipschitz ball
 

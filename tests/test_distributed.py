@@ -16,6 +16,7 @@ from pipeline.methods import build_objective
 from pipeline.methods.objective import trainable
 from pipeline.models.embedder import Embedder, build_head
 from pipeline.training.loop import Stepper, make_optimizer, wrap_for_ranks
+from pipeline.training.runs import run_setup
 from tests.conftest import TINY_OVERRIDES, merge, project_params
 
 CPU = torch.device("cpu")
@@ -47,7 +48,7 @@ def _setup(run: str):
     model = Embedder(
         None, build_head(IN, DIM, 0), params.ccp.embedding_norm if "ccp" in run or "batch" in run else "l2"
     )
-    objective = build_objective(params, run, CLASSES, DIM)
+    objective = build_objective(run_setup(params, run), CLASSES)
     if run == "c2_ccp":  # a later sub-problem: trained proxies and a regulariser towards theta_prev
         with torch.no_grad():
             objective.proxies.copy_(torch.randn_like(objective.proxies))
@@ -112,7 +113,7 @@ def test_methods_without_multi_process_support_are_refused():
 
     params = params_from_dict(merge(project_params(), TINY_OVERRIDES))
     with pytest.raises(DistributedError, match="PROFSObjective: this method does not support multi-process"):
-        build_objective(params, "ms_profs_hncm", CLASSES, DIM).distribute()
+        build_objective(run_setup(params, "ms_profs_hncm"), CLASSES).distribute()
 
 
 def test_the_train_stage_under_torchrun_matches_the_single_process_stage(tmp_path, tiny_dict):

@@ -12,6 +12,7 @@ from PIL import Image
 
 from pipeline.models.export import best_model, export_model, load_model, preprocess, rebuild, recipe
 from pipeline.training.experiment import train_fold
+from pipeline.training.runs import run_setup
 
 CPU = torch.device("cpu")
 
@@ -20,10 +21,10 @@ def test_an_exported_run_embeds_images_as_the_pipeline_does_and_loads_with_torch
     tiny_params, tiny_data, tmp_path
 ):
     manifest, features = tiny_data
-    result = train_fold(tiny_params, "ms", 0, manifest, features, CPU)
+    result = train_fold(run_setup(tiny_params, "ms"), 0, manifest, features, CPU)
     weights = tmp_path / "model.pt"
     torch.save(result.model.state_dict(), weights)
-    model = rebuild(tiny_params, "ms", weights, str(tmp_path))
+    model = rebuild(run_setup(tiny_params, "ms"), weights, str(tmp_path))
     rows = manifest.rows("test")[:10]
     size = np.asarray(Image.open(manifest.image_path(int(rows[0])))).shape[:2]  # pixels: the image is the input
     about = recipe(tiny_params.backbone, "white", size, run="ms", model="fold-0-seed-0", best_val_map_at_r=0.5)

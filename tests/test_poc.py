@@ -4,7 +4,7 @@ import pytest
 
 from pipeline.config import params_from_dict
 from pipeline.reporting.budgets import cut_while_improving, poc_markdown
-from pipeline.studies.poc import poc_job
+from pipeline.studies.poc import poc_job, poc_setup
 from tests.conftest import merge
 
 
@@ -18,7 +18,7 @@ def test_the_cap_rule_by_hand(best, stop, patience, cut):
 @pytest.mark.parametrize("variant", ["loss_proxy", "ccp"])
 def test_a_seed_records_its_stop(tiny_dict, variant):
     params = params_from_dict(merge(tiny_dict, {"train": {"patience": 2}, "poc": {"max_epochs": 4}}))
-    r = poc_job((params, variant, 0))
+    r = poc_job((poc_setup(params), variant, 0))
     assert 0 <= r["best_epoch"] <= r["epochs"] <= 4
     assert r["stop_reason"] in ("patience", "max_epochs", "method")
     assert r["cut_while_improving"] == (r["epochs"] - r["best_epoch"] < 2)

@@ -11,6 +11,7 @@ from pipeline.methods.profs import PROFSObjective, hard_negative_classes, hncm_c
 from pipeline.models.embedder import Embedder, build_head
 from pipeline.training.experiment import fold_rows, frozen_data, train_fold
 from pipeline.training.loop import TrainContext
+from pipeline.training.runs import run_setup
 from tests.conftest import merge
 
 CPU = torch.device("cpu")
@@ -222,7 +223,7 @@ def test_bad_profs_params(tiny_dict, override, message):
 def test_every_profs_loss_trains(tiny_dict, tiny_data, loss):
     manifest, features = tiny_data
     params = params_from_dict(merge(tiny_dict, {"train": {"max_epochs": 2}, "profs": {"losses": [loss]}}))
-    result = train_fold(params, f"{loss}_profs_hncm", 0, manifest, features, CPU)
+    result = train_fold(run_setup(params, f"{loss}_profs_hncm"), 0, manifest, features, CPU)
     assert np.isfinite(result.test_embeddings).all()
     assert all(np.isfinite(h["train_loss"]) for h in result.fit.history[1:])
 

@@ -20,6 +20,7 @@ from pipeline.infra.parallel import run_jobs
 from pipeline.models.transforms import eval_transform
 from pipeline.training import cuda_graphs
 from pipeline.training.loop import EmbeddingInputs, TrainContext, autocast, embed
+from pipeline.training.runs import run_setup
 from tests.conftest import merge
 
 CPU = torch.device("cpu")
@@ -133,7 +134,7 @@ def test_graphs_only_for_objectives_that_call_the_network_once(tiny_params, vari
     from pipeline.methods import build_objective
     from pipeline.training.loop import Stepper
 
-    objective = build_objective(tiny_params, f"c2_{variant}", 4, tiny_params.train.embedding_dim)
+    objective = build_objective(run_setup(tiny_params, f"c2_{variant}"), 4)
     assert objective.single_forward is single
     model = nn.Linear(4, tiny_params.train.embedding_dim)
     step = Stepper(model, objective, torch.optim.SGD(model.parameters(), lr=0.1), tiny_params.train, CPU)

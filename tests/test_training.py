@@ -11,6 +11,7 @@ from pipeline.methods import build_objective
 from pipeline.models.backbones import BackboneError, build_backbone
 from pipeline.training.experiment import train_fold
 from pipeline.training.loop import TrainingError
+from pipeline.training.runs import run_setup
 from tests.conftest import merge
 
 CPU = torch.device("cpu")
@@ -19,8 +20,8 @@ CPU = torch.device("cpu")
 @pytest.mark.parametrize("method", ["ms", "proxy_anchor"])
 def test_same_params_give_identical_results(tiny_params, tiny_data, method):
     manifest, features = tiny_data
-    a = train_fold(tiny_params, method, 0, manifest, features, CPU)
-    b = train_fold(tiny_params, method, 0, manifest, features, CPU)
+    a = train_fold(run_setup(tiny_params, method), 0, manifest, features, CPU)
+    b = train_fold(run_setup(tiny_params, method), 0, manifest, features, CPU)
     assert np.array_equal(a.test_embeddings, b.test_embeddings)
     assert pd.DataFrame(a.fit.history).equals(pd.DataFrame(b.fit.history))
     ma = evaluate_embeddings(a.test_embeddings, a.test_labels, tiny_params.eval, 0)
@@ -33,7 +34,7 @@ def test_same_params_give_identical_results(tiny_params, tiny_data, method):
 def test_training_improves_validation_and_keeps_best(tiny_dict, tiny_data):
     manifest, features = tiny_data
     params = params_from_dict(merge(tiny_dict, {"train": {"max_epochs": 6, "patience": 6, "steps_per_epoch": 10}}))
-    result = train_fold(params, "ms", 1, manifest, features, CPU)
+    result = train_fold(run_setup(params, "ms"), 1, manifest, features, CPU)
     history = result.fit.history
     assert [h["epoch"] for h in history] == list(range(7))
     best = max(h["val_map_at_r"] for h in history)
@@ -47,7 +48,7 @@ def test_early_stopping_uses_patience(tiny_dict, tiny_data):
     params = params_from_dict(
         merge(tiny_dict, {"train": {"lr": 1e-12, "max_epochs": 20, "patience": 2, "min_delta": 0.5}})
     )
-    result = train_fold(params, "ms", 0, manifest, features, CPU)
+    result = train_fold(run_setup(params, "ms"), 0, manifest, features, CPU)
     assert len(result.fit.history) == 1 + 2 and result.fit.best_epoch == 0
     assert result.fit.stop_reason == "patience"
 
@@ -63,24 +64,24 @@ def _no_progress(tiny_dict, **sections) -> dict:
 def test_ccp_takes_the_stop_only_at_the_end_of_a_sub_problem(tiny_dict, tiny_data):
     manifest, features = tiny_data
     params = params_from_dict(_no_progress(tiny_dict, ccp={"patience": 3}))
-    result = train_fold(params, "c2_ccp", 0, manifest, features, CPU)
+    result = train_fold(run_setup(params, "c2_ccp"), 0, manifest, features, CPU)
     epochs = len(result.fit.history) - 1
     # the first sub-problem's first epoch improves on -inf, then 3 stale epochs end it: 4 epochs, then the stop
     assert [r["epochs"] for r in result.diagnostics] == [4] and epochs == 4
     assert result.fit.stop_reason == "patience"
     assert [h["subproblem"] for h in result.fit.history] == [1] * 5
-    loss_proxy = train_fold(params, "c2_loss_proxy", 0, manifest, features, CPU)
+    loss_proxy = train_fold(run_setup(params, "c2_loss_proxy"), 0, manifest, features, CPU)
     assert len(loss_proxy.fit.history) - 1 == 1  # no sub-problems to finish: the shared rule alone
 
 
 def test_profs_takes_the_stop_only_at_the_end_of_a_projection(tiny_dict, tiny_data):
     manifest, features = tiny_data
     params = params_from_dict(_no_progress(tiny_dict, profs={"m_mode": "fixed", "m": 10}))
-    result = train_fold(params, "ms_profs", 0, manifest, features, CPU)
+    result = train_fold(run_setup(params, "ms_profs"), 0, manifest, features, CPU)
     epochs = len(result.fit.history) - 1
     assert epochs == 3  # steps 4, 8, 12: the first projection (10 steps) ends in epoch 3
     assert [h.get("projection") for h in result.fit.history] == [1, 1, 1, 2]
-    plain = train_fold(params, "ms_plain", 0, manifest, features, CPU)
+    plain = train_fold(run_setup(params, "ms_plain"), 0, manifest, features, CPU)
     assert len(plain.fit.history) - 1 == 1 and plain.fit.stop_reason == "patience"
 
 
@@ -94,10 +95,42 @@ def test_profs_budget_of_the_protocols(tiny_dict, tiny_data):
     assert run_train_config(params, "ms") is params.train
 
 
+def test_a_job_carries_only_its_runs_sections(tiny_dict, tiny_data):
+    """A training job holds the run's setup, not params: a change to a key no training of the run reads (another
+    run's section, the report, LANML, the tuning) leaves its setup equal, and the setup trains the same model."""
+    import pickle
+
+    from pipeline.training.jobs import FoldJob
+
+    manifest, features = tiny_data
+    params = params_from_dict(tiny_dict)
+    elsewhere = params_from_dict(
+        merge(
+            tiny_dict,
+            {
+                "baselines": {"proxy_anchor": {"loss": {"margin": 0.2}}},
+                "ccp": {"lambda": 0.5},
+                "report": {"decimals": 3},
+                "lanml": {"datasets": ["iris"]},
+                "tune": {"trials": 3},
+            },
+        )
+    )
+    assert run_setup(elsewhere, "ms") == run_setup(params, "ms")
+    assert run_setup(elsewhere, "c2_ccp") != run_setup(params, "c2_ccp")  # its own section changed
+    assert run_setup(elsewhere, "c2_ccp").record() != run_setup(params, "c2_ccp").record()
+    assert run_setup(elsewhere, "c2_loss_proxy").record() == run_setup(params, "c2_loss_proxy").record()
+    job = FoldJob(run_setup(params, "ms"), 0, "data", "features")
+    assert len(pickle.dumps(job)) < len(pickle.dumps(params)) / 2
+    a = train_fold(run_setup(params, "ms"), 0, manifest, features, CPU)
+    b = train_fold(run_setup(elsewhere, "ms"), 0, manifest, features, CPU)
+    assert np.array_equal(a.test_embeddings, b.test_embeddings)
+
+
 def test_epoch_cap_is_the_stop_reason(tiny_dict, tiny_data):
     manifest, features = tiny_data
     params = params_from_dict(merge(tiny_dict, {"train": {"max_epochs": 2, "patience": 5}}))
-    assert train_fold(params, "ms", 0, manifest, features, CPU).fit.stop_reason == "max_epochs"
+    assert train_fold(run_setup(params, "ms"), 0, manifest, features, CPU).fit.stop_reason == "max_epochs"
 
 
 def test_folds_train_and_validate_on_disjoint_classes(tiny_params, tiny_data):
@@ -124,7 +157,7 @@ def test_finetune_mode_with_tiny_cnn(tiny_dict, tiny_data):
     )
     seed_everything(derive_seed(params.seed, "proxy_anchor", 0))
     initial = build_backbone(params.backbone).state_dict()  # the same draw train_fold makes
-    result = train_fold(params, "proxy_anchor", 0, manifest, None, CPU)
+    result = train_fold(run_setup(params, "proxy_anchor"), 0, manifest, None, CPU)
     assert result.test_embeddings.shape == (len(manifest.rows("test")), params.train.embedding_dim)
     assert result.fit.best_epoch >= 1
     trained = result.model.backbone.state_dict()
@@ -138,15 +171,15 @@ def test_non_finite_loss_stops_with_the_step(tiny_dict, tiny_data, monkeypatch):
     params = params_from_dict(tiny_dict)
     import pipeline.training.experiment as experiment
 
-    def exploding(name, cfg, num_classes, dim):
-        objective = build_objective(name, cfg, num_classes, dim)
+    def exploding(setup, num_classes):
+        objective = build_objective(setup, num_classes)
         original = objective.forward
         objective.forward = lambda e, y: original(e, y) * float("nan")
         return objective
 
     monkeypatch.setattr(experiment, "build_objective", exploding)
     with pytest.raises(TrainingError, match="non-finite loss .* at epoch 1 step 1"):
-        train_fold(params, "ms", 0, manifest, features, CPU)
+        train_fold(run_setup(params, "ms"), 0, manifest, features, CPU)
 
 
 def test_torchvision_backbone_by_name_with_local_weights(tmp_path, tiny_params):

@@ -10,10 +10,11 @@ import pandas as pd
 import pytest
 import torch
 
-from pipeline.config import ParamsError, params_from_dict
+from pipeline.config import ParamsError, apply_values, params_from_dict
 from pipeline.models.features import FeatureCache
-from pipeline.studies.tuning import TrialResult, apply_values, completed_trials, run_study, study_name
+from pipeline.studies.tuning import TrialResult, completed_trials, run_study, study_name
 from pipeline.training.experiment import train_fold
+from pipeline.training.runs import run_setup
 from tests.conftest import merge
 from tests.test_stages import run_stage
 
@@ -198,15 +199,15 @@ def test_tuning_never_reads_the_test_classes(tune_params, tiny_data):
         features.fold,
     )
     cpu = torch.device("cpu")
-    clean = train_fold(tune_params, "ms", 0, manifest, features, cpu, test=False)
-    dirty = train_fold(tune_params, "ms", 0, manifest, poisoned, cpu, test=False)
+    clean = train_fold(run_setup(tune_params, "ms"), 0, manifest, features, cpu, test=False)
+    dirty = train_fold(run_setup(tune_params, "ms"), 0, manifest, poisoned, cpu, test=False)
     assert clean.test_embeddings is None and dirty.test_embeddings is None
     assert pd.DataFrame(clean.fit.history).equals(pd.DataFrame(dirty.fit.history))  # epoch 0's loss is NaN in both
     assert np.isfinite(dirty.fit.best_val_map_at_r) and len(dirty.fit.history) > 1
     for key, value in clean.model.state_dict().items():
         assert torch.equal(value, dirty.model.state_dict()[key]), key
     # and with the test classes the poison shows, so the check above can fail
-    with_test = train_fold(tune_params, "ms", 0, manifest, poisoned, cpu)
+    with_test = train_fold(run_setup(tune_params, "ms"), 0, manifest, poisoned, cpu)
     assert np.isnan(with_test.test_embeddings).all()
 
 

@@ -11,7 +11,7 @@
 """
 
 from pipeline.config.base import ParamsError, dotted, field_name, rename_keywords, to_dict, yaml_key
-from pipeline.config.loader import DataConfig, Params, load_params, params_from_dict
+from pipeline.config.loader import DataConfig, Params, apply_values, load_params, params_from_dict
 from pipeline.config.methods import BaselineConfig
 from pipeline.config.run import BackboneConfig, EvalConfig, TrainConfig
 from pipeline.config.studies import LanmlConfig, SearchDim
@@ -26,6 +26,7 @@ __all__ = [
     "ParamsError",
     "SearchDim",
     "TrainConfig",
+    "apply_values",
     "dotted",
     "field_name",
     "load_params",

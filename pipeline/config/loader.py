@@ -15,7 +15,7 @@ from typing import Literal
 from omegaconf import DictConfig, OmegaConf
 from pydantic import Field, TypeAdapter, ValidationError
 
-from pipeline.config.base import ParamsError, rename_keywords, yaml_key
+from pipeline.config.base import ParamsError, dotted, rename_keywords, to_dict, yaml_key
 from pipeline.config.checks import check_consistency
 from pipeline.config.methods import BaselineConfig
 from pipeline.config.run import BackboneConfig, DataKeys, EvalConfig, ExperimentConfig, TrainConfig
@@ -95,6 +95,17 @@ def params_from_dict(data: dict, source: str = "params.yaml") -> Params:
         raise ParamsError(_one_line(err.errors()[0], data, source)) from err
     check_consistency(params, source)
     return params
+
+
+def apply_values(params: Params, values: dict[str, float], source: str = "tuned values") -> Params:
+    """`params` with each dotted key set to its value, validated again."""
+    raw = to_dict(params)
+    for key, value in values.items():
+        node = dotted(raw, key, parent=True)
+        if node is None:
+            raise ParamsError(f"{source}: {key}: not a params key")
+        node[key.rsplit(".", 1)[-1]] = value
+    return params_from_dict(raw, source)
 
 
 _UNKNOWN = ("extra_forbidden", "unexpected_keyword_argument")  # pydantic's kinds: model, dataclass

@@ -51,8 +51,8 @@ class Family:
     - variants: variant -> the papers' name pattern (``"{}-CCP"``);
     - variant_lists: the section's lists that pick the variants trained, in run order (each its own dvc.yaml
       stage), with the variants each may hold;
-    - objective: the module of pipeline/methods whose ``build_objective(params, loss, variant, num_classes,
-      embedding_dim)`` builds a run's objective;
+    - objective: the module of pipeline/methods whose ``build_objective(section, train, loss, variant,
+      num_classes)`` builds a run's objective from the family's section and the run's train section;
     - stage_keys: per variant list, the section's keys its stage depends on besides the loss's own section (None:
       the whole section), which is also what a run records (pipeline/training/runs.py run_record);
     - own_budget: the section's max_epochs / patience (0: train's) are the family's training budget;

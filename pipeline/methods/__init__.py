@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import importlib
 
+from pipeline.config import BaselineConfig
 from pipeline.families import parse_run
 from pipeline.infra.registry import import_modules
 from pipeline.methods.baselines import BaselineObjective
@@ -16,13 +17,11 @@ from pipeline.methods.baselines import BaselineObjective
 import_modules(__name__)
 
 
-def build_objective(params, name: str, num_classes: int, embedding_dim: int):
-    """The objective of run `name`."""
-    if name in params.baselines:
-        return BaselineObjective(params.baselines[name], num_classes, embedding_dim, params.train)
-    parsed = parse_run(name)
-    if parsed:
-        family, loss, variant = parsed
-        module = importlib.import_module(family.objective)
-        return module.build_objective(params, loss, variant, num_classes, embedding_dim)
-    raise ValueError(f"unknown method {name!r} (valid: {', '.join(sorted(params.baselines))} or <loss>_<variant>)")
+def build_objective(setup, num_classes: int):
+    """The objective of run `setup.name` (a pipeline.training.runs.RunSetup) from its section and train budget."""
+    if isinstance(setup.method, BaselineConfig):
+        return BaselineObjective(setup.method, num_classes, setup.train)
+    family, loss, variant = parse_run(setup.name)
+    return importlib.import_module(family.objective).build_objective(
+        setup.method, setup.train, loss, variant, num_classes
+    )

@@ -19,7 +19,8 @@ from pipeline.training.samplers import ClassBatchSampler, RandomClassBatchSample
 class BaselineObjective(Objective):
     """A baseline's loss and miner, with its own batch sampler when the run asks for one."""
 
-    def __init__(self, cfg: BaselineConfig, num_classes: int, embedding_dim: int, train: TrainConfig):
+    def __init__(self, cfg: BaselineConfig, num_classes: int, train: TrainConfig):
+        embedding_dim = train.embedding_dim
         loss, miner = build_loss(cfg.loss, LossContext(num_classes, embedding_dim)), build_miner(cfg.miner)
         if cfg.p_switch > 0:
             miner = RhoSwitchMiner(miner, cfg.p_switch)

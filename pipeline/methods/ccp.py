@@ -62,10 +62,10 @@ log = logging.getLogger(__name__)
 NAN_PAIR = (float("nan"), float("nan"))
 
 
-def build_objective(params, loss: str, variant: str, num_classes: int, embedding_dim: int) -> CCPObjective:
-    """Run ``<loss>_<variant>``'s objective (the CCP family's builder, pipeline/families/ccp.py)."""
-    proxy_lr = params.train.lr * params.ccp.proxy_lr_multiplier
-    return CCPObjective(params.ccp, loss, variant, num_classes, embedding_dim, proxy_lr)
+def build_objective(ccp, train, loss: str, variant: str, num_classes: int) -> CCPObjective:
+    """Run ``<loss>_<variant>``'s objective from the ccp and train sections (the CCP family's builder,
+    pipeline/families/ccp.py)."""
+    return CCPObjective(ccp, loss, variant, num_classes, train.embedding_dim, train.lr * ccp.proxy_lr_multiplier)
 
 
 class CCPObjective(Objective):

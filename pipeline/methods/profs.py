@@ -136,11 +136,11 @@ def build_profs_loss(name: str, cfg, num_classes: int = 0, embedding_dim: int = 
     return build_loss(getattr(cfg, name), LossContext(num_classes, embedding_dim, reducer=cfg.reducer))
 
 
-def build_objective(params, loss: str, variant: str, num_classes: int, embedding_dim: int) -> PROFSObjective:
-    """Run ``<loss>_<variant>``'s objective (the PROFS family's builder, pipeline/families/profs.py)."""
-    t = params.train
-    batch = t.classes_per_batch * t.images_per_class
-    return PROFSObjective(params.profs, loss, variant, num_classes, embedding_dim, batch, t.images_per_class)
+def build_objective(profs, train, loss: str, variant: str, num_classes: int) -> PROFSObjective:
+    """Run ``<loss>_<variant>``'s objective from the profs and train sections (the PROFS family's builder,
+    pipeline/families/profs.py)."""
+    batch = train.classes_per_batch * train.images_per_class
+    return PROFSObjective(profs, loss, variant, num_classes, train.embedding_dim, batch, train.images_per_class)
 
 
 class PROFSObjective(Objective):

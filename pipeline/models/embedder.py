@@ -62,3 +62,12 @@ class Embedder(nn.Module):
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         return normalize_embeddings(self.head_output(x), self.norm if self.training else self.eval_norm)
+
+
+def run_embedder(setup, backbone: nn.Module | None, in_dim: int) -> Embedder:
+    """The network run `setup` (pipeline/training/runs.py RunSetup) trains: `backbone` (None: cached features), a
+    head from `in_dim` to train.embedding_dim, the run's normalisations (a baseline's eval_norm is its own choice;
+    CCP and PROFS evaluate what they train on)."""
+    head = build_head(in_dim, setup.train.embedding_dim, setup.train.head_hidden)
+    eval_norm = getattr(setup.method, "eval_norm", "same")
+    return Embedder(backbone, head, setup.method.embedding_norm, setup.backbone.freeze_bn, eval_norm)

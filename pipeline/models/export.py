@@ -90,26 +90,19 @@ def best_model(folder: Path, names: list[str]) -> tuple[str, dict]:
     return best, summaries[best]
 
 
-def rebuild(params, run: str, weights: Path, download_dir: str) -> nn.Module:
-    """The network `run` trained, with `weights` (its model.pt): in frozen mode the backbone the embed stage ran,
-    put in front of the trained head, so that the network maps images, not cached features, to embeddings."""
+def rebuild(setup, weights: Path, download_dir: str) -> nn.Module:
+    """The network run `setup` (pipeline/training/runs.py RunSetup) trained, with `weights` (its model.pt): in frozen
+    mode the backbone the embed stage ran, put in front of the trained head, so that the network maps images, not
+    cached features, to embeddings."""
     from pipeline.models.backbones import build_backbone
-    from pipeline.models.embedder import Embedder, build_head
-    from pipeline.training.runs import run_config
+    from pipeline.models.embedder import run_embedder
 
     state = torch.load(weights, map_location="cpu", weights_only=True)
     first = next(k for k in state if k.startswith("head.") and k.endswith("weight"))
-    cfg = run_config(params, run)
-    head = build_head(state[first].shape[1], params.train.embedding_dim, params.train.head_hidden)
-    backbone = build_backbone(params.backbone, download_dir)
-    model = Embedder(
-        backbone if params.train.mode == "finetune" else None,
-        head,
-        cfg.embedding_norm,
-        params.backbone.freeze_bn,
-        getattr(cfg, "eval_norm", "same"),
-    )
+    backbone = build_backbone(setup.backbone, download_dir)
+    finetuned = setup.train.mode == "finetune"
+    model = run_embedder(setup, backbone if finetuned else None, state[first].shape[1])
     model.load_state_dict(state)
-    if params.train.mode == "frozen":
+    if not finetuned:
         model.backbone = None if backbone is None else backbone.eval()
     return model.eval()

@@ -17,6 +17,7 @@ import pandas as pd
 
 from pipeline.config import Params
 from pipeline.training.jobs import FoldJob, FoldOutcome
+from pipeline.training.runs import run_setup
 
 STUDIES = ("ccp", "profs")
 TEST_METRICS = ("map_at_r", "r_precision", "precision_at_1")
@@ -58,7 +59,9 @@ def jobs(params: Params, study: str, data: str, features: str) -> tuple[list[dic
     return (
         [row for row, _ in points],
         [
-            FoldJob(p, name, params.ablation.fold, data, features, evaluate=True, seed=params.experiment.seeds[0])
+            FoldJob(
+                run_setup(p, name), params.ablation.fold, data, features, evaluate=True, seed=params.experiment.seeds[0]
+            )
             for _, p in points
         ],
     )

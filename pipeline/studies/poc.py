@@ -15,6 +15,8 @@ from __future__ import annotations
 
 import dataclasses
 import logging
+from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 import torch
@@ -55,17 +57,18 @@ def digit_splits(seed: int, val_fraction: float, test_fraction: float) -> FoldDa
     return FoldData(*ds("train"), *ds("val"), *ds("test"))
 
 
-def poc_job(job: tuple) -> dict:
-    """run_poc for job = (params, variant, replicate seed) on the CPU (a module-level function for
-    pipeline/infra/parallel.py)."""
-    params, variant, seed = job
-    data = digit_splits(params.seed, params.poc.val_fraction, params.poc.test_fraction)
-    return run_poc(params, variant, data, torch.device("cpu"), seed)
+@dataclass(frozen=True)
+class PocSetup:
+    """What the proof of concept reads of params (poc_setup): the poc section, and the ccp and train sections as
+    it runs them (2-D, the poc's proxies, pool, cap and network)."""
+
+    poc: Any
+    ccp: Any
+    train: Any
+    seed: int  # params.seed: the data split's, the initial network's and the batches' root seed
 
 
-def run_poc(params: Params, variant: str, data: FoldData, device: torch.device, seed: int = 0) -> dict:
-    """Train one variant in 2-D from replicate `seed`; return training embeddings, proxies, covering radius
-    and test MAP@R. The variants of one seed start from the same network."""
+def poc_setup(params: Params) -> PocSetup:
     poc = params.poc
     ccp = dataclasses.replace(
         params.ccp,
@@ -81,7 +84,22 @@ def run_poc(params: Params, variant: str, data: FoldData, device: torch.device, 
         max_epochs=poc.max_epochs,
         classes_per_batch=min(params.train.classes_per_batch, 10),
     )
-    seed_everything(derive_seed(params.seed, "poc", seed))  # the same initial network for every variant
+    return PocSetup(poc, ccp, train, params.seed)
+
+
+def poc_job(job: tuple[PocSetup, str, int]) -> dict:
+    """run_poc for job = (setup, variant, replicate seed) on the CPU (a module-level function for
+    pipeline/infra/parallel.py)."""
+    setup, variant, seed = job
+    data = digit_splits(setup.seed, setup.poc.val_fraction, setup.poc.test_fraction)
+    return run_poc(setup, variant, data, torch.device("cpu"), seed)
+
+
+def run_poc(setup: PocSetup, variant: str, data: FoldData, device: torch.device, seed: int = 0) -> dict:
+    """Train one variant in 2-D from replicate `seed`; return training embeddings, proxies, covering radius
+    and test MAP@R. The variants of one seed start from the same network."""
+    poc, ccp, train = setup.poc, setup.ccp, setup.train
+    seed_everything(derive_seed(setup.seed, "poc", seed))  # the same initial network for every variant
     model = Embedder(None, build_head(data.train[0][0].numel(), 2, poc.hidden), "lipschitz")
     objective = CCPObjective(ccp, poc.loss, variant, 10, 2, train.lr * ccp.proxy_lr_multiplier)
     result = fit(
@@ -91,7 +109,7 @@ def run_poc(params: Params, variant: str, data: FoldData, device: torch.device, 
         train,
         device,
         desc=f"poc-{variant}",
-        batch_seed=derive_seed(params.seed, "poc-batches", seed),
+        batch_seed=derive_seed(setup.seed, "poc-batches", seed),
     )
     # the final state: converged proxies, and the next proxies K-center would pick (CCP Fig. 2: boxes, circles)
     emb = torch.as_tensor(embed(model, data.train, device))

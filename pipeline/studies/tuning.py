@@ -38,24 +38,13 @@ from pathlib import Path
 
 import numpy as np
 
-from pipeline.config import Params, ParamsError, SearchDim, dotted, params_from_dict, to_dict
+from pipeline.config import Params, ParamsError, SearchDim, apply_values, to_dict
 from pipeline.families import all_runs
 from pipeline.infra.parallel import Workers
 from pipeline.infra.runtime import derive_seed
-from pipeline.training.runs import run_config, run_train_config
+from pipeline.training.runs import run_config, run_setup, run_train_config
 
 log = logging.getLogger(__name__)
-
-
-def apply_values(params: Params, values: dict[str, float], source: str = "tuned values") -> Params:
-    """`params` with each dotted key set to its value, validated again."""
-    raw = to_dict(params)
-    for key, value in values.items():
-        node = dotted(raw, key, parent=True)
-        if node is None:
-            raise ParamsError(f"{source}: {key}: not a params key")
-        node[key.rsplit(".", 1)[-1]] = value
-    return params_from_dict(raw, source)
 
 
 def suggest(trial, space: dict[str, SearchDim]) -> dict[str, float]:
@@ -271,9 +260,9 @@ def validation_objective(
     from pipeline.training.worker import run_fold_job
 
     def objective(values: dict[str, float]) -> TrialResult:
-        tuned = apply_values(params, values)
+        setup = run_setup(apply_values(params, values), run)
         jobs = [
-            FoldJob(tuned, run, fold, data, features, seed=params.experiment.seeds[0], test=False)
+            FoldJob(setup, fold, data, features, seed=params.experiment.seeds[0], test=False)
             for fold in params.experiment.folds
         ]
         outcomes = workers.run(run_fold_job, jobs, desc=f"{run} trial")

@@ -11,7 +11,7 @@ import numpy as np
 import torch
 from torch.utils.data import TensorDataset
 
-from pipeline.config import Params, to_dict
+from pipeline.config import to_dict
 from pipeline.data.images import ManifestImages
 from pipeline.data.manifest import Manifest, read_manifest
 from pipeline.infra.download import download_folder
@@ -19,12 +19,12 @@ from pipeline.infra.io import write_json
 from pipeline.infra.runtime import choose_device, derive_seed, seed_everything
 from pipeline.methods import build_objective
 from pipeline.models.backbones import build_backbone
-from pipeline.models.embedder import Embedder, build_head
+from pipeline.models.embedder import Embedder, run_embedder
 from pipeline.models.features import FeatureCache
 from pipeline.models.transforms import eval_transform, train_transform
 from pipeline.training.jobs import FoldJob, FoldOutcome
 from pipeline.training.loop import FitResult, FoldData, embed, fit
-from pipeline.training.runs import run_config, run_record, run_train_config
+from pipeline.training.runs import RunSetup
 
 
 @dataclass
@@ -58,13 +58,13 @@ def frozen_data(features: FeatureCache, rows) -> FoldData:
     )
 
 
-def image_data(manifest: Manifest, params: Params, rows) -> FoldData:
+def image_data(manifest: Manifest, setup: RunSetup, rows) -> FoldData:
     """Images as inputs (finetune mode): augmented for training, plain for validation and test."""
     train, val, test = rows
     labels = manifest.labels
     remapped = np.unique(labels[train], return_inverse=True)[1]
-    plain = eval_transform(params.backbone, params.data.background)
-    augmented = train_transform(params.backbone, params.train.augment_pad, params.data.background)
+    plain = eval_transform(setup.backbone, setup.data.background)
+    augmented = train_transform(setup.backbone, setup.train.augment_pad, setup.data.background)
     return FoldData(
         ManifestImages(manifest, train, augmented, remapped),
         remapped,
@@ -76,8 +76,7 @@ def image_data(manifest: Manifest, params: Params, rows) -> FoldData:
 
 
 def train_fold(
-    params: Params,
-    method: str,
+    setup: RunSetup,
     fold: int,
     manifest: Manifest,
     features: FeatureCache | None,
@@ -88,43 +87,37 @@ def train_fold(
     """Build inputs, model and objective, train with early stopping, embed the test set with the best weights
     (with `test` False, as in tuning, no test row is selected or read and test_embeddings is None).
 
-    Common random numbers: the initial network and the batches follow (params.seed, fold, replicate seed),
+    Common random numbers: the initial network and the batches follow (setup.seed, fold, replicate seed),
     not the method, so the runs a claim compares start from the same weights and see the same batches until
     their methods make them differ (CCP and Loss-Proxy are one computation up to CCP's first re-initialisation)."""
-    seed_everything(derive_seed(params.seed, "init", fold, seed), device)
+    train = setup.train
+    seed_everything(derive_seed(setup.seed, "init", fold, seed), device)
     rows = fold_rows(manifest, fold)
     if not test:
         rows = (rows[0], rows[1], rows[2][:0])
-    cfg = run_config(params, method)
-    if params.train.mode == "frozen":
+    if train.mode == "frozen":
         if features is None:
             raise FileNotFoundError("train.mode=frozen needs the feature cache (run the embed stage)")
         data, backbone = frozen_data(features, rows), None
     else:
-        data = image_data(manifest, params, rows)
-        backbone = build_backbone(params.backbone, download_folder(params.data.download_dir))
+        data = image_data(manifest, setup, rows)
+        backbone = build_backbone(setup.backbone, download_folder(setup.data.download_dir))
     with torch.no_grad():
         probe = data.train[0][0].unsqueeze(0)
         in_dim = (probe if backbone is None else backbone.eval()(probe)).flatten(1).shape[1]
-    model = Embedder(
-        backbone,
-        build_head(in_dim, params.train.embedding_dim, params.train.head_hidden),
-        cfg.embedding_norm,
-        params.backbone.freeze_bn,
-        getattr(cfg, "eval_norm", "same"),  # a baseline's own choice; CCP and PROFS read what they train on
-    )
-    objective = build_objective(params, method, len(np.unique(data.train_labels)), params.train.embedding_dim)
+    model = run_embedder(setup, backbone, in_dim)
+    objective = build_objective(setup, len(np.unique(data.train_labels)))
     result = fit(
         model,
         objective,
         data,
-        run_train_config(params, method),
+        train,
         device,
-        desc=f"{method}-{fold}",
-        batch_seed=derive_seed(params.seed, "batches", fold, seed),
+        desc=f"{setup.name}-{fold}",
+        batch_seed=derive_seed(setup.seed, "batches", fold, seed),
     )
     model.load_state_dict(result.best_state["model"])
-    test_embeddings = embed(model, data.test, device, params.train.num_workers, params.train.amp) if test else None
+    test_embeddings = embed(model, data.test, device, train.num_workers, train.amp) if test else None
     return RunResult(
         model, result, objective.diagnostics, test_embeddings, data.test_labels, manifest.is_query(rows[2])
     )
@@ -146,17 +139,16 @@ def load_features(folder: str) -> FeatureCache:
 
 def train_and_save(job: FoldJob) -> FoldOutcome:
     """Run one FoldJob: train, save its files, evaluate on the test classes if asked."""
-    params = job.params
-    features = load_features(job.features) if params.train.mode == "frozen" else None
+    setup = job.setup
+    features = load_features(job.features) if setup.train.mode == "frozen" else None
     if not job.test and (job.out is not None or job.evaluate):
         raise ValueError("a FoldJob without test classes (tuning) can neither save a model nor evaluate it")
     result = train_fold(
-        params,
-        job.method,
+        setup,
         job.fold,
         read_manifest(job.data),
         features,
-        choose_device(params.train.device, params.train.mode),
+        choose_device(setup.train.device, setup.train.mode),
         job.seed,
         job.test,
     )
@@ -169,15 +161,15 @@ def train_and_save(job: FoldJob) -> FoldOutcome:
         write_json(
             out / "summary.json",
             {
-                "method": job.method,
+                "method": setup.name,
                 "fold": job.fold,
                 "seed": job.seed,
                 "best_epoch": result.fit.best_epoch,
                 "epochs_run": len(result.fit.history) - 1,
                 "stop_reason": result.fit.stop_reason,
                 "best_val_map_at_r": result.fit.best_val_map_at_r,
-                "params": run_record(params, job.method),
-                "train": to_dict(run_train_config(params, job.method)),
+                "params": setup.record(),
+                "train": to_dict(setup.train),
             },
         )
     metrics = None
@@ -185,7 +177,7 @@ def train_and_save(job: FoldJob) -> FoldOutcome:
         from pipeline.evaluation.protocol import evaluate_embeddings
 
         metrics = evaluate_embeddings(
-            result.test_embeddings, result.test_labels, params.eval, params.seed, result.test_query
+            result.test_embeddings, result.test_labels, setup.eval, setup.seed, result.test_query
         )
     return FoldOutcome(
         result.fit.history,

@@ -5,18 +5,17 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from pipeline.config import Params
+from pipeline.training.runs import RunSetup
 
 
 @dataclass(frozen=True)
 class FoldJob:
-    """Train `method` on `fold` with replicate `seed` and `params` (inputs from the prepared data and
-    feature cache folders); save the model, test embeddings and a summary into the folder `out` when
-    given; compute every test metric of the model's embeddings when `evaluate` is set. With `test` False
+    """Train run `setup` on `fold` with replicate `seed` (inputs from the prepared data and feature cache
+    folders); save the model, test embeddings and a summary into the folder `out` when given; compute every
+    test metric of the model's embeddings when `evaluate` is set. With `test` False
     (tuning) the test classes are not touched at all: only the best validation MAP@R comes back."""
 
-    params: Params
-    method: str
+    setup: RunSetup
     fold: int
     data: str
     features: str

@@ -13,7 +13,9 @@ that only dispatch or report stay quick to start.
 from __future__ import annotations
 
 import dataclasses
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from pipeline.families import families, family_runs, parse_run
 
@@ -65,18 +67,23 @@ def run_train_config(params, name: str):
 
 
 def run_record(params, name: str) -> dict:
-    """The settings run `name` trains with, as its summary.json records them: its params section, or for a family
-    with stage keys (CCP) only its loss's section and the keys its stage depends on (so that a change of, say,
-    ccp.lambda leaves a Loss-Proxy run's files byte for byte as they were, as DVC assumes)."""
+    """The settings run `name` trains with, as its summary.json records them (RunSetup.record)."""
+    return _record(name, run_config(params, name))
+
+
+def _record(name: str, section) -> dict:
+    """Run `name`'s settings from its params section: the section, or for a family with stage keys (CCP) only its
+    loss's section and the keys its stage depends on (so that a change of, say, ccp.lambda leaves a Loss-Proxy
+    run's files byte for byte as they were, as DVC assumes)."""
     from pipeline.config import to_dict
 
-    section = to_dict(run_config(params, name))
+    settings = to_dict(section)
     parsed = parse_run(name)
     if not parsed or parsed[0].stage_keys is None:
-        return section
+        return settings
     family, loss, variant = parsed
     keys = next(family.stage_keys[key] for key, allowed in family.variant_lists.items() if variant in allowed)
-    return {loss: section[loss], **{k: section[k] for k in keys}}
+    return {loss: settings[loss], **{k: settings[k] for k in keys}}
 
 
 def run_config(params, name: str):
@@ -87,3 +94,34 @@ def run_config(params, name: str):
     if parsed:
         return getattr(params, parsed[0].section)
     raise ValueError(f"unknown method {name!r}")
+
+
+@dataclass(frozen=True)
+class RunSetup:
+    """Everything the training of one run reads, cut from params by run_setup: a stage hands a job this, not the
+    whole params, so what can change a model is listed here."""
+
+    name: str  # the run
+    method: Any  # its params section (a baseline run's, or its family's)
+    train: Any  # train with the run's budget (run_train_config)
+    data: Any  # the data set's section (background, download folder)
+    backbone: Any
+    eval: Any  # the test metrics' settings (jobs that evaluate: the ablation)
+    seed: int  # params.seed: the root of the initial weights' and the batches' seeds
+
+    def record(self) -> dict:
+        """The settings the run trains with, as summary.json and the tune stage's data/tuned/<run>.json record them."""
+        return _record(self.name, self.method)
+
+
+def run_setup(params, name: str) -> RunSetup:
+    """Run `name`'s setup from `params` (its tuned values applied where it has some)."""
+    return RunSetup(
+        name,
+        run_config(params, name),
+        run_train_config(params, name),
+        params.data,
+        params.backbone,
+        params.eval,
+        params.seed,
+    )
