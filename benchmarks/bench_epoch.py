@@ -5,6 +5,8 @@ loop) on the digit-pair images for a few epochs and times, per epoch, from the o
 loop's pieces, nothing in the pipeline changes):
 - steps: the optimisation steps (pipeline.training.loop.Stepper; the device synchronised around each);
 - loader: waiting for training batches, its start-up (the first batch of an epoch) shown apart;
+- device augmentation: a batch's per-pixel work on the training device (``train.augment_on: device``, the default:
+  pipeline/models/device_augment.py, reading the pixel store the embed stage would write, built here first);
 - validation: embedding the validation fold (TrainContext.embed) and its MAP@R (the kNN);
 - rest: the epoch's wall time minus the above (snapshots of the best weights, logging, the objective's hooks).
 Epoch 0 (validation before training) and the first epoch (loader workers, cuDNN autotuning, graph capture) are
@@ -35,8 +37,10 @@ from torch.utils.data import DataLoader
 
 from pipeline.config import params_from_dict
 from pipeline.data.manifest import read_manifest
+from pipeline.data.pixels import PixelStore, write_pixel_store
 from pipeline.datasets.digit_pairs import write_digit_pairs
 from pipeline.infra.runtime import choose_device
+from pipeline.models.transforms import pixel_mode
 from pipeline.training import loop as training
 from pipeline.training.experiment import train_fold
 from pipeline.training.runs import run_setup
@@ -72,10 +76,15 @@ class Clock:
 def instrument(clock: Clock) -> None:
     """Wrap the loop's pieces (module docstring) so that they report to `clock`."""
     step, embed, knn, iterate = training.Stepper.__call__, training.TrainContext.embed, training.map_at_r, None
+    on_device = training.FoldData.train_inputs
 
     def timed_step(self, x, y):
         with clock.part("steps"):
             return step(self, x, y)
+
+    def timed_on_device(self, batch, device):
+        with clock.part("device augmentation"):
+            return on_device(self, batch, device)
 
     def timed_embed(self, dataset, **kwargs):
         clock.validating = True
@@ -99,6 +108,7 @@ def instrument(clock: Clock) -> None:
         return _TimedBatches(iterate(loader), clock)
 
     training.Stepper.__call__ = timed_step
+    training.FoldData.train_inputs = timed_on_device
     training.TrainContext.embed = timed_embed
     training.map_at_r = timed_knn
     DataLoader.__iter__ = timed_iter
@@ -132,6 +142,7 @@ def finetune_params(raw: dict, args) -> dict:
         max_epochs=args.epochs,
         patience=args.epochs + 1,
         workers=1,
+        augment_on=args.augment_on,
     )
     return raw
 
@@ -146,6 +157,7 @@ def main():
     parser.add_argument("--amp", default="fp32")
     parser.add_argument("--num-workers", type=int, default=2)
     parser.add_argument("--epochs", type=int, default=4)
+    parser.add_argument("--augment-on", choices=["device", "loader"], default="device", help="train.augment_on")
     args = parser.parse_args()
     if args.params:
         raw = OmegaConf.to_container(OmegaConf.load(args.params))
@@ -161,14 +173,20 @@ def main():
         d = params.data
         write_digit_pairs(Path(tmp), d.num_classes, d.images_per_class, d.train_instance_fraction, 4, params.seed)
         manifest = read_manifest(tmp)
+        store = None
+        if params.train.augment_on == "device":  # the embed stage's decode-once store
+            (Path(tmp) / "store").mkdir()
+            write_pixel_store(manifest, pixel_mode(params.backbone), d.background, Path(tmp) / "store")
+            store = PixelStore(Path(tmp) / "store")
         start = clock.now()
-        result = train_fold(run_setup(params, args.method), 0, manifest, None, device, test=False)
+        result = train_fold(run_setup(params, args.method), 0, manifest, store, device, test=False)
     ends = [start, *clock.epoch_ends]
     walls = np.diff(ends)  # epoch 0: the validation before training (and everything before it)
-    parts = ["steps", "loader start-up", "loader wait", "validation embedding", "validation kNN"]
+    parts = ["steps", "loader start-up", "loader wait", "device augmentation", "validation embedding", "validation kNN"]
     t = params.train
     print(
         f"{args.backbone} {args.size} px, {args.method}, {device} amp {t.amp}, {t.num_workers} loader workers, "
+        f"augment_on {t.augment_on}, "
         f"{t.steps_per_epoch} steps x {t.classes_per_batch * t.images_per_class} images, "
         f"{len(manifest.rows('train', 0, validation=True))} validation images; {len(walls) - 1} epochs, "
         f"best val MAP@R {result.fit.best_val_map_at_r:.4f}"

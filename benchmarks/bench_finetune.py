@@ -1,22 +1,29 @@
 """Benchmark: finetune-mode training throughput (images/s) of BN-Inception, ResNet50 and EfficientNet-Lite0 under the
 MLRC preset (batch 32 = 8 classes x 4), against what the backbone itself can do.
 
-Three kinds of rows per backbone and precision:
+Rows per backbone and precision:
 - ``ceiling``: the backbone + head forward, backward and Adam step on one batch already on the device, no loader,
   no loss of ours (the mean square of the embeddings), eager PyTorch, at batch 32 and at batch 128: what a model
   can do at MLRC's batch, and what the GPU does with enough work per launch;
-- ``loader``: the training loader alone (synthetic JPEGs decoded, augmented, batched by ``--workers`` processes
-  per model and ``--models`` models), images/s: the CPU side's bound;
+- ``loader``: the training loader alone (``--workers`` processes per model, ``--models`` models), images/s: the CPU
+  side's bound. With ``train.augment_on: device`` (the default) a loader process copies each crop out of the
+  decode-once pixel store and the per-pixel work runs on the device (pipeline/models/device_augment.py): its
+  ``device half`` row times that work on this machine's training device; with ``loader`` PIL decodes and augments;
 - ``pipeline``: ``--models`` models trained at once, one process each, by the pipeline's own code
   (pipeline.training.loop.prepare: the preset's transforms, ClassBatchSampler batches, persistent DataLoader workers,
   the Stepper with channels-last batches and CUDA graphs, MS loss with its miner); images/s per model and all
   together (over the window in which every model steps), and that aggregate as a fraction of the batch-128 ceiling.
+
+``--loader-only``: only the loader rows, for both values of ``train.augment_on``, beside the plain torchvision loop
+a user would write (PIL decode, RandomResizedCrop 227, flip, ToTensor, Normalize) in the same run; no ceiling, so it
+runs on a CPU. Rates there are per loader process (``--workers 0``: the loading runs in the measuring process).
 
 Synthetic CUB-sized images (`--classes` x `--per-class` JPEGs, 500 x 375): smooth random colour fields (noise
 upsampled from 25 x 19), which JPEG-encode like photographs; white noise would make decoding the bottleneck
 at about twice a photograph's cost. Random weights (no download). On a CPU only fp32 runs.
 
     python benchmarks/bench_finetune.py --params cub.yaml --models 1 2 4 --workers 3    # a GPU machine
+    python benchmarks/bench_finetune.py --loader-only --backbones resnet50 --workers 0   # the loader on 2 CPU cores
     python benchmarks/bench_finetune.py --steps 3 --warmup 1 --classes 8 --per-class 8 --workers 0 \\
         --backbones tiny_cnn --models 1 2                                               # smoke test (CPU)
 """
@@ -37,19 +44,21 @@ import numpy as np
 import torch
 from omegaconf import OmegaConf
 from PIL import Image
-from torch.utils.data import TensorDataset
 
 from pipeline.config import params_from_dict
-from pipeline.data.images import ManifestImages
 from pipeline.data.manifest import build_manifest, read_manifest
+from pipeline.data.pixels import PixelStore, write_pixel_store
 from pipeline.infra.parallel import run_jobs
 from pipeline.infra.runtime import choose_device
 from pipeline.methods import build_objective
 from pipeline.models.backbones import build_backbone
 from pipeline.models.embedder import Embedder, build_head
-from pipeline.models.transforms import train_transform
+from pipeline.models.transforms import pixel_mode
+from pipeline.training.experiment import image_data
 from pipeline.training.loop import FoldData, autocast, epoch_batches, prepare, to_device
 from pipeline.training.runs import run_setup
+
+STORE = "store"  # the synthetic set's pixel store, beside its images
 
 
 def synthetic_set(root: Path, classes: int, per_class: int) -> None:
@@ -66,6 +75,16 @@ def synthetic_set(root: Path, classes: int, per_class: int) -> None:
             labels.append(c)
     manifest = build_manifest(paths, np.array(labels), 2, np.array(["train"] * len(paths)))
     manifest.to_csv(root / "manifest.csv", index=False)
+
+
+def pixel_store(root: Path, mode: str) -> float:
+    """The embed stage's decode-once store of the synthetic set, in `mode`; images/s of writing it."""
+    manifest = read_manifest(root)
+    folder = root / f"{STORE}_{mode}"
+    folder.mkdir(exist_ok=True)
+    start = time.perf_counter()
+    write_pixel_store(manifest, mode, "white", folder)
+    return len(manifest.table) / (time.perf_counter() - start)
 
 
 def model_for(params, device) -> Embedder:
@@ -104,12 +123,52 @@ def ceiling(params, device, batch: int, steps: int, warmup: int) -> float:
 
 
 def images(params, root: str) -> FoldData:
+    """Every image as training data, as the train stage builds it (pipeline.training.experiment.image_data)."""
     manifest = read_manifest(root)
     rows = np.arange(len(manifest.table))
-    labels = manifest.labels
-    none = TensorDataset(torch.zeros(0, 1), torch.zeros(0))
-    transform = train_transform(params.backbone, params.train.augment_pad, params.data.background)
-    return FoldData(ManifestImages(manifest, rows, transform, labels), labels, none, labels[:0], none, labels[:0])
+    store = None
+    if params.train.augment_on == "device":
+        store = PixelStore(Path(root) / f"{STORE}_{pixel_mode(params.backbone)}")
+    return image_data(manifest, run_setup(params, "ms"), (rows, rows[:0], rows[:0]), store)
+
+
+def plain_rate(params, root: str, count: int) -> float:
+    """The plain torchvision loop in this process: PIL decode, RandomResizedCrop, flip, ToTensor, Normalize."""
+    from PIL import Image
+    from torchvision import transforms as T
+
+    cfg = params.backbone
+    transform = T.Compose(
+        [
+            T.RandomResizedCrop(cfg.input_size, scale=tuple(cfg.crop_scale)),
+            T.RandomHorizontalFlip(),
+            T.ToTensor(),
+            T.Normalize(cfg.mean, cfg.std),
+        ]
+    )
+    manifest = read_manifest(root)
+    paths = [manifest.image_path(i % len(manifest.table)) for i in range(count)]
+    start = time.perf_counter()
+    for path in paths:
+        with Image.open(path) as image:
+            transform(image.convert("RGB"))
+    return count / (time.perf_counter() - start)
+
+
+def device_half_rate(params, root: str, steps: int, device) -> float:
+    """The device half of ``augment_on: device`` (pipeline/models/device_augment.py) on `device`, on batches the
+    loader made beforehand: images/s."""
+    data = images(params, root)
+    objective = build_objective(run_setup(params, "ms"), len(np.unique(data.train_labels)))
+    batches = _infinite(epoch_batches(data, params.train, device, objective, 0))
+    ready = [next(batches)[0] for _ in range(steps)]
+    data.train_inputs(ready[0], device)
+    synchronize(device)
+    start = time.perf_counter()
+    for batch in ready:
+        data.train_inputs(batch, device)
+    synchronize(device)
+    return sum(len(b[1]) for b in ready) / (time.perf_counter() - start)  # b[1]: the crops' shapes
 
 
 def loader_rate(params, root: str, models: int, steps: int, device) -> float:
@@ -125,7 +184,7 @@ def loader_rate(params, root: str, models: int, steps: int, device) -> float:
     start, seen = time.perf_counter(), 0
     for _ in range(steps):
         for loader in loaders:
-            seen += len(next(loader)[0])
+            seen += len(next(loader)[1])  # the labels: a device-half batch is (crops, draws)
     return seen / (time.perf_counter() - start)
 
 
@@ -148,14 +207,14 @@ def _train_model(args) -> tuple[int, float, float, float]:
     batches = _infinite(loader)
     for _ in range(warmup):  # the first step captures the CUDA graph
         x, y = next(batches)
-        step(to_device(x, device), y.to(device)).item()
+        step(data.train_inputs(x, device), y.to(device)).item()
     synchronize(device)
     barrier.wait()
     start, seen = time.time(), 0
     for _ in range(steps):
         x, y = next(batches)
-        loss = step(to_device(x, device), y.to(device, non_blocking=True))
-        seen += len(x)
+        loss = step(data.train_inputs(x, device), y.to(device, non_blocking=True))
+        seen += len(y)
     loss.item()
     synchronize(device)
     peak = torch.cuda.max_memory_allocated(device) / 2**30 if device.type == "cuda" else float("nan")
@@ -175,10 +234,10 @@ def pipeline_rate(raw: dict, root: str, models: int, steps: int, warmup: int) ->
     return float(np.mean(rates)), seen / (max(r[2] for r in results) - min(r[1] for r in results)), results[0][3]
 
 
-def preset(base: dict, name: str, amp: str, workers: int) -> dict:
+def preset(base: dict, name: str, amp: str, workers: int, augment_on: str = "device") -> dict:
     raw = copy.deepcopy(base)
     raw["backbone"].update(name=name, weights="")
-    raw["train"].update(amp=amp, num_workers=workers, workers=1)
+    raw["train"].update(amp=amp, num_workers=workers, workers=1, augment_on=augment_on)
     if name != "bn_inception":  # torchvision and EfficientNet-Lite weights: RGB input, ImageNet mean/std
         raw["backbone"].update(input_space="rgb", mean=[0.485, 0.456, 0.406], std=[0.229, 0.224, 0.225])
     if name == "efficientnet_lite0":
@@ -186,6 +245,29 @@ def preset(base: dict, name: str, amp: str, workers: int) -> dict:
     if name == "tiny_cnn":
         raw["backbone"].update(input_size=64, resize=0)
     return raw
+
+
+def loader_only(base: dict, root: str, args) -> list[tuple]:
+    """The loader rows alone on this machine, both values of train.augment_on, beside the plain loop."""
+    device = choose_device("auto", "finetune")
+    processes = max(args.workers, 1)
+    rows = []
+    for backbone in args.backbones:
+        params = params_from_dict(preset(base, backbone, "fp32", args.workers, "device"))
+        count = max(args.steps, 4) * params.train.classes_per_batch * params.train.images_per_class
+        plain = plain_rate(params, root, count)
+        print(f"{backbone:18s} plain torchvision loop   {plain:8.0f} images/s per process", flush=True)
+        rows.append((backbone, "plain", plain, 1.0))
+        for augment_on in ("loader", "device"):
+            params = params_from_dict(preset(base, backbone, "fp32", args.workers, augment_on))
+            feed = loader_rate(params, root, 1, max(args.steps, 3), device) / processes
+            rows.append((backbone, augment_on, feed, feed / plain))
+            line = f"{backbone:18s} augment_on={augment_on:6s}   {feed:8.0f} images/s per loader process"
+            if augment_on == "device":
+                half = device_half_rate(params, root, max(args.steps // 4, 3), device)
+                line += f" ({feed / plain:.1f}x the plain loop); device half on {device.type}: {half:.0f} images/s"
+            print(line, flush=True)
+    return rows
 
 
 def main():
@@ -199,6 +281,8 @@ def main():
     parser.add_argument("--models", type=int, nargs="+", default=[1, 2, 4], help="models trained at once")
     parser.add_argument("--precisions", nargs="+", default=["fp32", "bf16"])
     parser.add_argument("--backbones", nargs="+", default=["resnet50", "bn_inception", "efficientnet_lite0"])
+    parser.add_argument("--augment-on", choices=["device", "loader"], default="device", help="train.augment_on")
+    parser.add_argument("--loader-only", action="store_true", help="the loader rows alone, beside the plain loop")
     args = parser.parse_args()
     if args.params:
         base = OmegaConf.to_container(OmegaConf.load(args.params))
@@ -210,14 +294,24 @@ def main():
     device = choose_device("auto", "finetune")
     name = torch.cuda.get_device_name(device) if device.type == "cuda" else "CPU"
     print(f"device {device} ({name}), MLRC preset, {args.steps} timed steps; images/s", flush=True)
-    rows = []
     with tempfile.TemporaryDirectory() as root:
         synthetic_set(Path(root), args.classes, args.per_class)
+        for mode in ("RGB", "L"):
+            rate = pixel_store(Path(root), mode)
+            if mode == "RGB":
+                print(f"decode-once pixel store (the embed stage's): {rate:.0f} images/s in one process", flush=True)
+        if args.loader_only:
+            rows = loader_only(base, root, args)
+            print("\nbackbone           amp   models  each  together  /ceiling128  loader")
+            for backbone, path, rate, _ in rows:
+                print(f"{backbone:18s} {'-':5s} {'-':>6s} {'-':>6s} {'-':>9s} {'-':>12s} {rate:7.0f}  {path}")
+            return
+        rows = []
         for backbone in args.backbones:
             for amp in args.precisions:
                 if amp != "fp32" and device.type != "cuda":
                     continue
-                raw = preset(base, backbone, amp, args.workers)
+                raw = preset(base, backbone, amp, args.workers, args.augment_on)
                 params = params_from_dict(raw)
                 top = {b: ceiling(params, device, b, max(args.steps // 4, 5), args.warmup) for b in (32, 128)}
                 row = f"{backbone:18s} {amp:5s}"

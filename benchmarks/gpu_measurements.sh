@@ -16,7 +16,9 @@
 # PART (each logged to OUT/<part>.log with its wall time in OUT/parts.txt; every step has its own time limit):
 #   setup     install the wheels into /tmp/site and print the machine, torch, numpy and the square-root pinning
 #   epoch     benchmarks/bench_epoch.py: ResNet50 finetuned on the digit pairs at 64 px, bf16, 4 loader workers
-#   finetune  benchmarks/bench_finetune.py on .gpu/cub.yaml: ceilings, loader, and 1 / 2 / 4 models at once
+#   finetune  benchmarks/bench_finetune.py on .gpu/cub.yaml: the loader rows alone (both train.augment_on, beside the
+#             plain torchvision loop), then ceilings, loader, and 1 / 2 / 4 models at once (augment_on device; then
+#             loader for ResNet50 bf16, the path before issue 50)
 #   digit     the digit default's stages in dvc.yaml's order (benchmarks/run_stages.py), then the sha256 of every
 #             file under reports/ in OUT/reports.sha256 (to compare with the committed reports)
 #   emoji     the emoji default finetuned (.gpu/emoji.yaml as params.yaml, then .gpu/emoji_stages.txt); the reports
@@ -41,10 +43,14 @@ part_epoch() {
 }
 
 part_finetune() {
+  timeout 240 $py benchmarks/bench_finetune.py --params .gpu/cub.yaml --loader-only --backbones resnet50 \
+    --workers 0 --steps 50
   timeout 420 $py benchmarks/bench_finetune.py --params .gpu/cub.yaml --backbones resnet50 --precisions fp32 bf16 \
     --models 1 2 4 --workers 3 --steps 200
   timeout 300 $py benchmarks/bench_finetune.py --params .gpu/cub.yaml --backbones bn_inception efficientnet_lite0 \
     --precisions bf16 --models 1 4 --workers 3 --steps 200
+  timeout 240 $py benchmarks/bench_finetune.py --params .gpu/cub.yaml --backbones resnet50 --precisions bf16 \
+    --models 1 4 --workers 3 --steps 200 --augment-on loader
 }
 
 part_digit() {

@@ -1,7 +1,8 @@
 """embed: the backbone embedding cache (features of every manifest row) for frozen mode.
 
-In finetune mode the backbone trains on the images and no cache is needed: the stage writes only
-info.json saying so (no GPU time spent on features nobody reads).
+In finetune mode the backbone trains on the images and no feature is needed (no GPU time spent on features nobody
+reads): with train.augment_on=device the stage decodes every image once into the pixel store training crops from
+(pipeline/data/pixels.py); with loader it writes only info.json.
 """
 
 from pipeline.config import to_dict
@@ -15,6 +16,7 @@ def main(params, args):
     from pipeline.infra.runtime import choose_device, seed_everything, worker_count
     from pipeline.models.backbones import describe_backbone
     from pipeline.models.features import extract_features
+    from pipeline.models.transforms import pixel_mode
 
     info = {
         "backbone": to_dict(params.backbone),
@@ -38,6 +40,12 @@ def main(params, args):
             )
             cache.save(tmp / "features.npz")
             info.update(feature_dim=int(cache.features.shape[1]), num_images=len(cache.labels))
+        elif params.train.augment_on == "device":
+            from pipeline.data.pixels import write_pixel_store
+
+            manifest = read_manifest(args.data)
+            write_pixel_store(manifest, pixel_mode(params.backbone), params.data.background, tmp)
+            info.update(pixel_store=True, num_images=len(manifest.table))
         write_json(tmp / "info.json", info)
 
 

@@ -27,6 +27,7 @@ CPU = torch.device("cpu")
 
 
 def test_auto_runs_a_frozen_head_on_the_cpu_and_a_backbone_on_a_gpu(monkeypatch):
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: False)  # a machine without a GPU, wherever this runs
     assert runtime.choose_device("auto", "frozen") == CPU and runtime.choose_device("auto", "finetune") == CPU
     monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
     assert runtime.choose_device("auto", "frozen") == CPU

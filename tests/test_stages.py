@@ -189,6 +189,9 @@ def test_a_terminated_stage_leaves_no_temporary_folder(tmp_path, tiny_dict, prep
     params = write_params(
         tmp_path / "params.yaml", merge(tiny_dict, {"train": {"mode": "finetune", "max_epochs": 50, "patience": 50}})
     )
+    features = tmp_path / "features"  # finetune: the embed stage writes the decode-once pixel store
+    assert run_stage("embed", params, "--data", str(prepared), "--out", str(features)).returncode == 0
+    assert (features / "pixels.u8").is_file() and not (features / "features.npz").exists()
     (tmp_path / "models").mkdir()
     proc = subprocess.Popen(
         [
@@ -201,6 +204,8 @@ def test_a_terminated_stage_leaves_no_temporary_folder(tmp_path, tiny_dict, prep
             "ms",
             "--data",
             str(prepared),
+            "--features",
+            str(features),
             "--out",
             str(tmp_path / "models" / "ms"),
             "--train-logs",

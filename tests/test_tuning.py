@@ -446,3 +446,14 @@ def test_studies_still_improving_at_their_last_trials_are_flagged_with_the_runs_
     assert "Best trial among the last 20% of the study's trials" in text
     assert "`a` (trial 8 of 10, +3.00 over the best before it)" in text and "`b` (" not in text
     assert not late_studies([_study("one", [0.4])])  # a single trial is no history
+
+
+def test_where_finetunings_augmentation_runs_names_only_finetuned_studies(tiny_dict):
+    """train.augment_on came after the frozen studies in studies/ were recorded: a head on cached features reads no
+    image, so its study keeps its name; a finetuned run's inputs depend on it (a resize's rounding)."""
+
+    def name(mode, augment_on):
+        return study_name(params_from_dict(merge(tiny_dict, {"train": {"mode": mode, "augment_on": augment_on}})), "ms")
+
+    assert name("frozen", "device") == name("frozen", "loader")
+    assert name("finetune", "device") != name("finetune", "loader")

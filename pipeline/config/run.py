@@ -97,6 +97,10 @@ class TrainConfig:
     grad_clip_norm: float = Field(10.0, ge=0.0)
     # finetune-mode augmentation: random crop after zero padding, horizontal flip off for digits
     augment_pad: int = Field(2, ge=0)
+    # finetune mode: where the training augmentation's per-pixel work runs. device: the embed stage decodes every
+    # image once (pipeline/data/pixels.py) and crops, resizes, flips and normalises whole batches on the training
+    # device (pipeline/models/device_augment.py); loader: PIL in the loader processes, image by image
+    augment_on: Literal["device", "loader"] = "device"
     num_workers: int = Field(0, ge=0)
     # finetune mode on CUDA: autocast precision (fp32 = none, fp16 with gradient scaling, bf16)
     amp: Literal["fp32", "fp16", "bf16"] = "fp32"  # not "off": YAML 1.1 reads that as false

@@ -67,6 +67,11 @@ class PadCrop(nn.Module):
         return RandomCrop(x.shape[-2:], padding=self.pad)(x)
 
 
+def pixel_mode(cfg: BackboneConfig) -> str:
+    """The PIL mode a backbone reads its images in."""
+    return "L" if cfg.channels == 1 else "RGB"
+
+
 def _scaling(cfg: BackboneConfig) -> list:
     from torchvision import transforms as T
 
@@ -91,7 +96,7 @@ def eval_transform(cfg: BackboneConfig, background: str, size: tuple[int, int] |
     fixed = [ResizeTo(size)] if size is not None else []
     if cfg.name == "pixels":
         return T.Compose([ConvertMode("L", background), *fixed, T.ToTensor()])
-    mode = ConvertMode("L" if cfg.channels == 1 else "RGB", background)
+    mode = ConvertMode(pixel_mode(cfg), background)
     geometry = fixed if fixed and not cfg.resize else _geometry(cfg)
     return T.Compose([mode, *geometry, T.ToTensor(), *_scaling(cfg)])
 
@@ -100,7 +105,7 @@ def train_transform(cfg: BackboneConfig, pad: int, background: str):
     """The training augmentation of ``backbone.augment`` (see the module docstring)."""
     from torchvision import transforms as T
 
-    mode = ConvertMode("L" if cfg.channels == 1 else "RGB", background)
+    mode = ConvertMode(pixel_mode(cfg), background)
     flip = [T.RandomHorizontalFlip()] if cfg.flip else []
     if cfg.augment == "random_resized_crop":
         crop = T.RandomResizedCrop(cfg.input_size, scale=tuple(cfg.crop_scale), ratio=(3 / 4, 4 / 3))

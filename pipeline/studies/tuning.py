@@ -86,8 +86,9 @@ def study_name(params: Params, run: str, inherited: dict[str, float] | None = No
     another run's change or more trials leave the study as it is."""
     data = {k: v for k, v in to_dict(params.data).items() if k not in _LOCATIONS}
     data = {k: v for k, v in data.items() if _NAMED_WHEN_CHANGED["data"].get(k, object()) != v}
-    # not in the name: the epoch cap (module docstring) and what changes only the speed (processes, CUDA graphs)
-    unnamed = ("max_epochs", "workers", "cuda_graphs")
+    # not in the name: the epoch cap (module docstring), what changes only the speed (processes, CUDA graphs) and, for
+    # a head on cached features, where finetuning's augmentation runs (it reads no image)
+    unnamed = ("max_epochs", "workers", "cuda_graphs") + (("augment_on",) if params.train.mode == "frozen" else ())
     train = {k: v for k, v in to_dict(run_train_config(params, run)).items() if k not in unnamed}
     settings = {
         "seed": params.seed,

@@ -14,11 +14,13 @@ from torch.utils.data import TensorDataset
 from pipeline.config import to_dict
 from pipeline.data.images import ManifestImages
 from pipeline.data.manifest import Manifest, read_manifest
+from pipeline.data.pixels import PixelStore
 from pipeline.infra.download import download_folder
 from pipeline.infra.io import write_json
 from pipeline.infra.runtime import choose_device, derive_seed, seed_everything
 from pipeline.methods import build_objective
 from pipeline.models.backbones import build_backbone
+from pipeline.models.device_augment import DeviceAugment, StoredImages
 from pipeline.models.embedder import Embedder, run_embedder
 from pipeline.models.features import FeatureCache
 from pipeline.models.transforms import eval_transform, train_transform
@@ -58,20 +60,28 @@ def frozen_data(features: FeatureCache, rows) -> FoldData:
     )
 
 
-def image_data(manifest: Manifest, setup: RunSetup, rows) -> FoldData:
-    """Images as inputs (finetune mode): augmented for training, plain for validation and test."""
+def image_data(manifest: Manifest, setup: RunSetup, rows, store: PixelStore | None = None) -> FoldData:
+    """Images as inputs (finetune mode): augmented for training, from the pixel `store` on the training device
+    (train.augment_on=device) or by PIL in the loader; plain for validation and test."""
     train, val, test = rows
     labels = manifest.labels
     remapped = np.unique(labels[train], return_inverse=True)[1]
     plain = eval_transform(setup.backbone, setup.data.background)
-    augmented = train_transform(setup.backbone, setup.train.augment_pad, setup.data.background)
+    pad = setup.train.augment_pad
+    if store is not None:
+        training = StoredImages(store, train, remapped, setup.backbone, pad)
+        on_device = DeviceAugment(setup.backbone, pad)
+    else:
+        augmented = train_transform(setup.backbone, pad, setup.data.background)
+        training, on_device = ManifestImages(manifest, train, augmented, remapped), None
     return FoldData(
-        ManifestImages(manifest, train, augmented, remapped),
+        training,
         remapped,
         ManifestImages(manifest, val, plain),
         labels[val],
         ManifestImages(manifest, test, plain),
         labels[test],
+        on_device,
     )
 
 
@@ -79,7 +89,7 @@ def train_fold(
     setup: RunSetup,
     fold: int,
     manifest: Manifest,
-    features: FeatureCache | None,
+    cached: FeatureCache | PixelStore | None,
     device: torch.device,
     seed: int = 0,
     test: bool = True,
@@ -96,14 +106,14 @@ def train_fold(
     if not test:
         rows = (rows[0], rows[1], rows[2][:0])
     if train.mode == "frozen":
-        if features is None:
+        if not isinstance(cached, FeatureCache):
             raise FileNotFoundError("train.mode=frozen needs the feature cache (run the embed stage)")
-        data, backbone = frozen_data(features, rows), None
+        data, backbone = frozen_data(cached, rows), None
     else:
-        data = image_data(manifest, setup, rows)
+        data = image_data(manifest, setup, rows, cached if isinstance(cached, PixelStore) else None)
         backbone = build_backbone(setup.backbone, download_folder(setup.data.download_dir))
     with torch.no_grad():
-        probe = data.train[0][0].unsqueeze(0)
+        probe = data.row_inputs([0], torch.device("cpu"))
         in_dim = (probe if backbone is None else backbone.eval()(probe)).flatten(1).shape[1]
     model = run_embedder(setup, backbone, in_dim)
     objective = build_objective(setup, len(np.unique(data.train_labels)))
@@ -140,14 +150,17 @@ def load_features(folder: str) -> FeatureCache:
 def train_and_save(job: FoldJob) -> FoldOutcome:
     """Run one FoldJob: train, save its files, evaluate on the test classes if asked."""
     setup = job.setup
-    features = load_features(job.features) if setup.train.mode == "frozen" else None
+    if setup.train.mode == "frozen":
+        cached = load_features(job.features)
+    else:
+        cached = PixelStore(job.features) if setup.train.augment_on == "device" else None
     if not job.test and (job.out is not None or job.evaluate):
         raise ValueError("a FoldJob without test classes (tuning) can neither save a model nor evaluate it")
     result = train_fold(
         setup,
         job.fold,
         read_manifest(job.data),
-        features,
+        cached,
         choose_device(setup.train.device, setup.train.mode),
         job.seed,
         job.test,

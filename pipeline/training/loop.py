@@ -31,13 +31,13 @@ import copy
 import functools
 import logging
 import math
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from functools import cached_property
 
 import numpy as np
 import torch
-from torch.utils.data import DataLoader, Dataset, TensorDataset
+from torch.utils.data import DataLoader, Dataset, TensorDataset, default_collate
 
 from pipeline.config import TrainConfig
 from pipeline.evaluation.retrieval import map_at_r
@@ -65,6 +65,22 @@ class FoldData:
     val_labels: np.ndarray
     test: Dataset
     test_labels: np.ndarray
+    # the training batches' device half (finetune with train.augment_on=device: pipeline/models/device_augment.py);
+    # None: a batch is its input tensor
+    on_device: Callable[[object, torch.device], torch.Tensor] | None = None
+
+    @property
+    def collate(self) -> Callable:
+        """How the training loader batches items (the training set's own `collate` where it has one)."""
+        return getattr(self.train, "collate", default_collate)
+
+    def train_inputs(self, batch, device: torch.device) -> torch.Tensor:
+        """A training loader batch's inputs, on `device`."""
+        return to_device(batch, device) if self.on_device is None else self.on_device(batch, device)
+
+    def row_inputs(self, rows, device: torch.device) -> torch.Tensor:
+        """The inputs of training rows (drawing their augmentation's random numbers as the loader does), on `device`."""
+        return self.train_inputs(self.collate([self.train[int(i)] for i in rows])[0], device)
 
 
 @dataclass
@@ -101,7 +117,7 @@ class TrainContext:
         """Model inputs of training rows (through the training transform), on the device."""
         if isinstance(self.data.train, TensorDataset):  # cached features: one indexing operation
             return self.data.train.tensors[0][torch.as_tensor(np.asarray(rows, dtype=np.int64))].to(self.device)
-        return to_device(torch.stack([self.data.train[int(i)][0] for i in rows]), self.device)
+        return self.data.row_inputs(rows, self.device)
 
 
 @dataclass
@@ -240,7 +256,7 @@ def epoch_batches(
         # methods that sample with that generator (distance-weighted mining) depend on that stream; a loop without
         # it trained other Margin models (issue 48)
         return DataLoader(data.train, sampler=batches, batch_size=None, **loading)
-    return DataLoader(data.train, batch_sampler=batches, **loading)
+    return DataLoader(data.train, batch_sampler=batches, collate_fn=data.collate, **loading)
 
 
 @dataclass
@@ -360,7 +376,7 @@ def fit(
         losses = []
         note(desc, f"epoch {epoch}")  # beside the stage's bar (pipeline/infra/console.py)
         for step, (x, y) in enumerate(loader, 1):
-            value = step_once(to_device(x, device), y.to(device, non_blocking=True)).item()
+            value = step_once(data.train_inputs(x, device), y.to(device, non_blocking=True)).item()
             if not math.isfinite(value):
                 raise TrainingError(f"{desc}: non-finite loss ({value}) at epoch {epoch} step {step}")
             losses.append(value)
