@@ -4,21 +4,20 @@ folder as an artifact; `dml embed` / `dml search` (pipeline/cli.py) read the fil
 
 from pathlib import Path
 
-from pipeline.infra.io import atomic_path, read_json
+from pipeline.infra.io import atomic_path
 from stages._common import run
 
 
 def main(params, args):
     from PIL import Image
 
-    from pipeline.config import apply_values
     from pipeline.data.manifest import read_manifest
     from pipeline.families import all_runs
     from pipeline.infra.download import download_folder
     from pipeline.models.backbones import describe_backbone
     from pipeline.models.export import best_model, export_model, preprocess, rebuild, recipe
     from pipeline.models.transforms import eval_transform
-    from pipeline.training.runs import model_ids, model_name, run_setup
+    from pipeline.training.runs import model_ids, model_name, trained_setup
 
     names = [model_name(fold, seed) for fold, seed in model_ids(params)]
     with Image.open(read_manifest(args.data).image_path(0)) as image:  # the example input the export traces
@@ -29,10 +28,7 @@ def main(params, args):
         for name in all_runs(params):
             best, summary = best_model(Path(args.models) / name, names)
             weights = Path(args.models) / name / best / "model.pt"
-            tuned_file = Path(args.tuned) / f"{name}.json"  # the run as trained: tuned values in
-            tuned = read_json(tuned_file)
-            trained = apply_values(params, tuned["values"], source=str(tuned_file)) if tuned["values"] else params
-            setup = run_setup(trained, name)
+            setup = trained_setup(params, name, Path(args.tuned) / f"{name}.json")  # the run as trained
             model = rebuild(setup, weights, download_folder(params.data.download_dir))
             about = recipe(
                 params.backbone,
@@ -43,7 +39,7 @@ def main(params, args):
                 best_val_map_at_r=summary["best_val_map_at_r"],
                 embedding_dim=setup.train.embedding_dim,
                 backbone=describe_backbone(params.backbone),
-                params=tuned["settings"],
+                params=setup.record(),
             )
             example = preprocess(about)(image).unsqueeze(0).expand(2, -1, -1, -1).contiguous()
             export_model(model, example, about, out / f"{name}.pt2")

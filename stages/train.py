@@ -10,19 +10,18 @@ Under torchrun (``train.launcher``), every process trains the models one after t
 DistributedDataParallel (pipeline/training/distributed.py) and only rank 0 writes.
 """
 
-import json
 from contextlib import ExitStack
 from pathlib import Path
 
 import pandas as pd
 
-from pipeline.config import ParamsError, apply_values
+from pipeline.config import ParamsError
 from pipeline.families import all_runs
-from pipeline.infra.io import atomic_path, read_json
+from pipeline.infra.io import atomic_path
 from pipeline.infra.parallel import run_jobs
 from pipeline.infra.runtime import launched_by_torchrun, train_workers
 from pipeline.training.jobs import FoldJob
-from pipeline.training.runs import model_ids, model_name, run_setup
+from pipeline.training.runs import model_ids, model_name, run_setup, trained_setup
 from pipeline.training.worker import run_fold_job
 from stages._common import run
 
@@ -51,13 +50,8 @@ def main(params, args):
             f"{source}: method {args.method!r} is not one of the configured runs "
             f"({', '.join(runs)}; see experiment.methods and the method families' losses and variants)"
         )
-    if args.tuned:  # the tune stage's values for this run and the settings they give it; none: params as written
-        tuned = read_json(args.tuned)
-        if tuned["values"]:
-            params = apply_values(params, tuned["values"], source=args.tuned)
-    setup = run_setup(params, args.method)  # all the workers see of params
-    if args.tuned and json.loads(json.dumps(setup.record())) != tuned.get("settings"):
-        raise ParamsError(f"{args.tuned}: written for other settings of {args.method} than {source}'s (rerun tune)")
+    # all the workers see of params: with the tune stage's values for this run (none: params as written)
+    setup = trained_setup(params, args.method, args.tuned, source) if args.tuned else run_setup(params, args.method)
     models = model_ids(params)
     ranked = launched_by_torchrun()
     if ranked and _join_ranks() != 0:  # the other ranks train alongside rank 0 and write nothing

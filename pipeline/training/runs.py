@@ -13,6 +13,7 @@ that only dispatch or report stay quick to start.
 from __future__ import annotations
 
 import dataclasses
+import json
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -125,3 +126,18 @@ def run_setup(params, name: str) -> RunSetup:
         params.eval,
         params.seed,
     )
+
+
+def trained_setup(params, name: str, tuned_file: str | Path, source: str = "params.yaml") -> RunSetup:
+    """Run `name`'s setup as it trains: the tune stage's values for it (data/tuned/<run>.json) applied to `params`
+    (read from `source`). Stops with one line when that file was written for other settings of the run (rerun tune)."""
+    from pipeline.config import ParamsError, apply_values
+    from pipeline.infra.io import read_json
+
+    tuned = read_json(tuned_file)
+    if tuned["values"]:
+        params = apply_values(params, tuned["values"], source=str(tuned_file))
+    setup = run_setup(params, name)
+    if json.loads(json.dumps(setup.record())) != tuned.get("settings"):  # through JSON: tuples become lists
+        raise ParamsError(f"{tuned_file}: written for other settings of {name} than {source}'s (rerun tune)")
+    return setup
