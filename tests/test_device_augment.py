@@ -112,7 +112,8 @@ def test_resized_shape_is_torchvisions(tiny_params):
         assert resized_shape(h, w, size) == tuple(F.resize(torch.zeros(1, h, w), size, antialias=True).shape[-2:])
 
 
-def test_finetuning_from_the_store_trains_the_same_model_as_pil(tmp_path, tiny_dict, tiny_data):
+@pytest.mark.parametrize("run", ["ms", "c2_ccp"])  # CCP also embeds the (augmented) training set for its proxies
+def test_finetuning_from_the_store_trains_the_same_model_as_pil(tmp_path, tiny_dict, tiny_data, run):
     """Digit pairs at their own size (no resize), shifted: the device path trains the PIL path's model exactly."""
     manifest, _ = tiny_data
     height = np.asarray(Image.open(manifest.image_path(0))).shape[0]
@@ -123,7 +124,7 @@ def test_finetuning_from_the_store_trains_the_same_model_as_pil(tmp_path, tiny_d
     params = params_from_dict(merge(tiny_dict, overrides))
     (tmp_path / "store").mkdir()
     write_pixel_store(manifest, pixel_mode(params.backbone), "white", tmp_path / "store")
-    setup = run_setup(params, "ms")
+    setup = run_setup(params, run)
     loader = train_fold(setup, 0, manifest, None, CPU)
     device = train_fold(setup, 0, manifest, PixelStore(tmp_path / "store"), CPU)
     assert repr(loader.fit.history) == repr(device.fit.history)  # repr: epoch 0's loss is nan

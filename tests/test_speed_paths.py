@@ -19,7 +19,7 @@ from pipeline.infra import runtime
 from pipeline.infra.parallel import run_jobs
 from pipeline.models.transforms import eval_transform
 from pipeline.training import cuda_graphs
-from pipeline.training.loop import EmbeddingInputs, TrainContext, autocast, embed
+from pipeline.training.loop import EmbeddingInputs, FoldData, TrainContext, autocast, embed
 from pipeline.training.runs import run_setup
 from tests.conftest import merge
 
@@ -57,7 +57,9 @@ def test_validation_reads_through_one_persistent_loader_and_draws_no_random_numb
     )
     model = nn.Sequential(nn.Flatten(), nn.Linear(3 * 16 * 32, 4))  # 16 x 32 px digit pairs
     cfg = dataclasses.replace(params.train, num_workers=2)
-    ctx = TrainContext(model, torch.optim.SGD(model.parameters(), lr=0.1), None, cfg, CPU)
+    none = torch.utils.data.TensorDataset(torch.zeros(0, 1))
+    data = FoldData(none, np.zeros(0), images, images.labels, none, np.zeros(0))
+    ctx = TrainContext(model, torch.optim.SGD(model.parameters(), lr=0.1), data, cfg, CPU)
     torch.manual_seed(0)
     state = torch.get_rng_state()
     first, second = ctx.embed(images, keep=True), ctx.embed(images, keep=True)

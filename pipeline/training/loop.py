@@ -99,7 +99,12 @@ class TrainContext:
         transform's inputs are kept after the first call: EmbeddingInputs); the model is put back into train mode
         afterwards."""
         if id(dataset) not in self._inputs:
-            self._inputs[id(dataset)] = EmbeddingInputs(dataset, self.device, self.cfg.num_workers, True, keep)
+            batching = {}
+            if dataset is self.data.train:  # the training set: its own batches and device half (augmented inputs)
+                batching = {"collate": self.data.collate, "to_inputs": self.data.train_inputs}
+            self._inputs[id(dataset)] = EmbeddingInputs(
+                dataset, self.device, self.cfg.num_workers, True, keep, **batching
+            )
         out = embed(self.model, self._inputs[id(dataset)], self.device, amp=self.cfg.amp)
         self.model.train()
         return out
@@ -181,12 +186,20 @@ class EmbeddingInputs:
     are sliced directly; images come through one DataLoader (with `persistent`, its workers stay between passes),
     and with `keep` (a deterministic transform, e.g. the validation fold's) the first pass's batches are kept, on
     the device, when they fit KEEP_BYTES: every later pass reads no image. The loader has a generator of its own:
-    reading a deterministic transform draws nothing from the run's random numbers."""
+    reading a deterministic transform draws nothing from the run's random numbers. `collate` and `to_inputs` make a
+    loader batch's inputs on the device (a training set's: FoldData.collate and FoldData.train_inputs)."""
 
     def __init__(
-        self, dataset: Dataset, device: torch.device, num_workers: int = 0, persistent: bool = False, keep=False
+        self,
+        dataset: Dataset,
+        device: torch.device,
+        num_workers: int = 0,
+        persistent: bool = False,
+        keep=False,
+        collate: Callable = default_collate,
+        to_inputs: Callable = to_device,
     ):
-        self.dataset, self.device, self.keep = dataset, device, keep
+        self.dataset, self.device, self.keep, self.to_inputs = dataset, device, keep, to_inputs
         self.loader, self.kept = None, None
         if not isinstance(dataset, TensorDataset):
             self.loader = DataLoader(
@@ -194,6 +207,7 @@ class EmbeddingInputs:
                 batch_size=IMAGE_BATCH.get(device.type, 64),
                 shuffle=False,
                 generator=torch.Generator(),
+                collate_fn=collate,
                 **_loading(dataset, num_workers, device, persistent),
             )
 
@@ -207,8 +221,8 @@ class EmbeddingInputs:
 
     def _first_pass(self) -> Iterator[torch.Tensor]:
         kept, size = [], 0
-        for x, _ in self.loader:
-            x = to_device(x, self.device)
+        for batch, _ in self.loader:
+            x = self.to_inputs(batch, self.device)
             size += x.numel() * x.element_size()
             if self.keep and size <= KEEP_BYTES:
                 kept.append(x)
