@@ -224,6 +224,25 @@ def test_a_terminated_stage_leaves_no_temporary_folder(tmp_path, tiny_dict, prep
     assert list((tmp_path / "models").iterdir()) == []
 
 
+def test_finetune_stages_train_from_the_pixel_store_and_without_it_stop_with_one_line(tmp_path, tiny_dict, prepared):
+    finetune = {
+        "experiment": {"seeds": [0]},
+        "backbone": {"name": "tiny_cnn", "input_size": 16},
+        "train": {"mode": "finetune", "max_epochs": 1, "steps_per_epoch": 5},
+    }
+    params = write_params(tmp_path / "params.yaml", merge(tiny_dict, finetune))
+    features = tmp_path / "features"
+    assert run_stage("embed", params, "--data", str(prepared), "--out", str(features)).returncode == 0
+    train = ["--method", "ms", "--data", str(prepared), "--train-logs", str(tmp_path / "logs")]
+    done = run_stage("train", params, *train, "--features", str(features), "--out", str(tmp_path / "model"))
+    assert done.returncode == 0, done.stderr
+    assert len(list((tmp_path / "model").glob("*/model.pt"))) == 2  # 2 folds x 1 seed
+    done = run_stage("train", params, *train, "--features", str(prepared), "--out", str(tmp_path / "other"))
+    assert done.returncode == 2 and "Traceback" not in done.stderr
+    assert _last_line(done) == (f"error: {prepared}: no pixel store (run the embed stage with train.augment_on=device)")
+    assert not (tmp_path / "other").exists()
+
+
 def _last_line(done):
     return done.stderr.strip().splitlines()[-1]
 
