@@ -71,7 +71,14 @@ def record(params, name: str, inherited: dict, args, workers: Workers) -> dict:
         validation_objective(fixed, name, args.data, args.features, workers),
         Path(args.studies) / f"{name}.journal",
         params.tune.trials,
-        progress=lambda n, values, value: log.info("%s: trial %d validation MAP@R %.4f at %s", name, n, value, values),
+        progress=lambda n, values, result: log.info(
+            "%s: trial %d validation MAP@R %.4f at %s%s",
+            name,
+            n,
+            result.value,
+            values,
+            "" if result.pruned_at is None else f" (pruned at epoch {result.pruned_at}: the best so far)",
+        ),
         inherited=inherited,
     )
     # the first tune.trials trials: a journal that ran more (trials lowered since) still gives this study

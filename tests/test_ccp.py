@@ -347,9 +347,9 @@ def test_every_run_of_a_fold_and_seed_starts_from_the_same_network(ccp_params, t
     manifest, features = tiny_data
     starts, fit = [], experiment.fit
 
-    def recording(model, objective, data, cfg, device, desc, batch_seed):
+    def recording(model, objective, data, cfg, device, desc, batch_seed, cut):
         starts.append(({k: v.clone() for k, v in model.state_dict().items()}, batch_seed))
-        return fit(model, objective, data, replace(cfg, max_epochs=1), device, desc, batch_seed)
+        return fit(model, objective, data, replace(cfg, max_epochs=1), device, desc, batch_seed, cut)
 
     monkeypatch.setattr(experiment, "fit", recording)
     for method in ("c2_batch", "c2_ccp", "ms", "ms_plain", "ms_profs_hncm"):

@@ -30,7 +30,7 @@ def tune_params(tiny_dict):
     return params_from_dict(merge(tiny_dict, {"tune": {"startup_trials": 4, "spaces": {"ms": SPACE}}}))
 
 
-def bowl(values: dict, epochs_run: int = 10, capped: bool = False) -> TrialResult:
+def bowl(values: dict, floors=None, epochs_run: int = 10, capped: bool = False) -> TrialResult:
     """A cheap objective with its maximum inside the space: the sampler must move towards it."""
     value = (
         -((np.log10(values["baselines.ms.loss.alpha"]) - 1) ** 2)
@@ -119,17 +119,17 @@ def test_a_new_epoch_cap_reruns_only_the_studies_it_alters(tune_params, tmp_path
     """Trials whose models all stopped below the cap hold under a higher one: the study goes on. A study with a trial
     the cap cut, or one that trained beyond a lowered cap, runs again under a name with the cap."""
     journal = tmp_path / "s.journal"
-    first = run_study(with_cap(tune_params, 60), "ms", lambda v: bowl(v, 40), journal, trials=5)
+    first = run_study(with_cap(tune_params, 60), "ms", lambda v, f: bowl(v, epochs_run=40), journal, trials=5)
     before = completed_trials(first)
-    higher = run_study(with_cap(tune_params, 200), "ms", lambda v: bowl(v, 120), journal, trials=7)
+    higher = run_study(with_cap(tune_params, 200), "ms", lambda v, f: bowl(v, epochs_run=120), journal, trials=7)
     assert higher.study_name == first.study_name == study_name(tune_params, "ms")  # the cap is not in the name
     trials = completed_trials(higher)
     assert [t["max_epochs"] for t in trials] == [60] * 5 + [200] * 2 and trials[:5] == before
-    lower = run_study(with_cap(tune_params, 100), "ms", lambda v: bowl(v, 30), journal, trials=3)
+    lower = run_study(with_cap(tune_params, 100), "ms", lambda v, f: bowl(v, epochs_run=30), journal, trials=3)
     assert lower.study_name == f"{first.study_name}-epochs100"  # trials 5 and 6 trained 120 epochs
     assert [t["max_epochs"] for t in completed_trials(lower)] == [100] * 3
     cut = tmp_path / "cut.journal"
-    run_study(with_cap(tune_params, 60), "ms", lambda v: bowl(v, 60, capped=True), cut, trials=2)
+    run_study(with_cap(tune_params, 60), "ms", lambda v, f: bowl(v, epochs_run=60, capped=True), cut, trials=2)
     assert run_study(with_cap(tune_params, 400), "ms", bowl, cut, trials=2).study_name.endswith("-epochs400")
     assert run_study(with_cap(tune_params, 60), "ms", bowl, cut, trials=2).study_name == first.study_name
 
@@ -144,7 +144,9 @@ def test_a_finished_study_is_taken_from_its_record_only_when_it_is_what_the_stud
     def asking(params, trials: int, cap: int = 60):
         return dataclasses.replace(with_cap(params, cap), tune=dataclasses.replace(params.tune, trials=trials))
 
-    study = run_study(asking(tune_params, 5), "ms", lambda v: bowl(v, 40), tmp_path / "a.journal", trials=5)
+    study = run_study(
+        asking(tune_params, 5), "ms", lambda v, f: bowl(v, epochs_run=40), tmp_path / "a.journal", trials=5
+    )
     base = {"run": "ms", "inherited": {}}
     write_json(
         tmp_path / "kept" / f"{study.study_name}.json", study_record(base, study.study_name, completed_trials(study))
@@ -153,7 +155,9 @@ def test_a_finished_study_is_taken_from_its_record_only_when_it_is_what_the_stud
         study.study_name,
         completed_trials(study),
     )
-    shorter = run_study(asking(tune_params, 3), "ms", lambda v: bowl(v, 40), tmp_path / "b.journal", trials=3)
+    shorter = run_study(
+        asking(tune_params, 3), "ms", lambda v, f: bowl(v, epochs_run=40), tmp_path / "b.journal", trials=3
+    )
     assert finished_study(tmp_path / "kept", asking(tune_params, 3), "ms") == (
         study.study_name,
         completed_trials(shorter),

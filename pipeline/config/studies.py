@@ -131,6 +131,22 @@ class SearchDim:
 
 
 @section
+class PrunerConfig:
+    """Stopping hopeless trials early, one rule for every run's study (pipeline/studies/tuning.py, pruning_floors;
+    pipeline/training/pruning.py): from `warmup` epochs on, every `interval` epochs, a fold model whose best validation
+    MAP@R so far is below the `percentile` of the completed trials' best-so-far on its fold at that epoch, and whose
+    validation MAP@R has not risen over its last `window` epochs, stops; its trial is pruned (recorded, never chosen,
+    counted among `tune.trials`). Nothing is pruned before `min_trials` trials completed."""
+
+    rule: Literal["none", "percentile"] = "none"
+    percentile: float = Field(50.0, gt=0.0, lt=100.0)  # 50: the median of the completed trials (Optuna's MedianPruner)
+    warmup: int = Field(20, ge=1)  # epochs every model trains before the first check (the default patience)
+    interval: int = Field(5, ge=1)  # epochs between checks
+    window: int = Field(5, ge=1)  # a model whose validation MAP@R rose over its last `window` epochs is not cut
+    min_trials: int = Field(5, ge=1)  # completed trials before anything is pruned (Optuna: n_startup_trials)
+
+
+@section
 class TuneConfig:
     """MLRC's tuning step on the validation folds (pipeline/studies/tuning.py)."""
 
@@ -142,6 +158,7 @@ class TuneConfig:
     # run -> run: the first trains at the second's tuned values (the loss keys a family shares, e.g. ccp.c2.*)
     # and its own space, if any, is searched with those values fixed (pipeline/studies/tuning.py)
     inherit: dict[str, str] = field(default_factory=dict)
+    pruner: PrunerConfig = field(default_factory=PrunerConfig)
 
 
 @section

@@ -15,6 +15,11 @@ EDGE = 0.05  # a best value this close to a range's end (fraction of its width) 
 LATE = 0.2  # a study whose best trial is among its last 20 % of trials is flagged: its history had not flattened
 
 
+def completed(history: list[dict]) -> list[dict]:
+    """The trials of a study's history that were not pruned (pruned ones have no value: pipeline/studies/tuning.py)."""
+    return [t for t in history if t["val_map_at_r"] is not None]
+
+
 def _range(dim: dict) -> str:
     kind = "int " if dim["integer"] else ("log " if dim["log"] else "")
     return f"{kind}[{dim['low']:g}, {dim['high']:g}]"
@@ -76,7 +81,7 @@ def late_studies(records: list[dict]) -> dict[str, dict]:
     for r in records:
         trials, best = r["trials"], r.get("best_trial")
         if trials > 1 and best is not None and best >= trials - max(1, round(LATE * trials)):
-            before = max(t["val_map_at_r"] for t in r["history"] if t["trial"] < best)
+            before = max(t["val_map_at_r"] for t in completed(r["history"]) if t["trial"] < best)
             gain = 100 * (r["best_val_map_at_r"] - before)
             late[r["run"]] = {"best_trial": best, "trials": trials, "gain": gain}
     return late
@@ -170,11 +175,17 @@ def history_figure(records: list[dict], startup_trials: int, path: Path) -> None
             va="center",
         )
     for ax, r in zip(axes.flat, tuned):
-        values = 100 * np.array([t["val_map_at_r"] for t in r["history"]])
-        trials = np.arange(len(values))
+        done = completed(r["history"])
+        cut = [t for t in r["history"] if t["val_map_at_r"] is None]
+        values = 100 * np.array([t["val_map_at_r"] for t in done])
+        trials = np.array([t["trial"] for t in done])
         ax.scatter(trials, values, s=12, color="tab:blue", label="trial")
+        if cut:
+            partial = 100 * np.array([t["partial_val_map_at_r"] for t in cut])
+            pruned = [t["trial"] for t in cut]
+            ax.scatter(pruned, partial, s=14, marker="x", color="grey", label="pruned (best by then)")
         ax.step(trials, np.maximum.accumulate(values), where="post", color="tab:red", label="best so far")
-        ax.axvline(min(startup_trials, len(values)) - 0.5, color="grey", ls=":", lw=0.8)
+        ax.axvline(min(startup_trials, len(r["history"])) - 0.5, color="grey", ls=":", lw=0.8)
         ax.set_title(r["run"], fontsize=10)
         ax.set_xlabel("trial (dotted: random start ends)", fontsize=8)
         ax.set_ylabel("val MAP@R (%)", fontsize=8)

@@ -19,6 +19,12 @@ trials. A trial that was running when its process died is marked failed on resum
 name carries a fingerprint of every setting that changes what a trial measures, so changed params start a
 new study in the same file instead of mixing trials of two settings; raising `tune.trials` continues one.
 
+Pruning (`tune.pruner`, off unless its rule is set). A trial's fold models may be stopped early when they trail the
+study's completed trials on their fold (pipeline/training/pruning.py: the best validation MAP@R so far against a
+percentile of theirs at the same epoch, never a model still climbing); such a trial is recorded as pruned, counts
+among `tune.trials` (every arm gets the same number of trials) and is never chosen. The completed trials keep their
+fold curves in the journal for the floors; the rule is in the study's name when it is on.
+
 The epoch cap. A trial whose fold models all stopped before `train.max_epochs` (by patience or the method)
 measures the same under any cap it stayed below, so the cap is not in the fingerprint: each trial records the
 cap it ran at, the most epochs a fold model trained and whether one stopped at the cap. A study whose every trial
@@ -42,6 +48,7 @@ from pipeline.config import Params, ParamsError, SearchDim, apply_values, to_dic
 from pipeline.families import all_runs
 from pipeline.infra.parallel import Workers
 from pipeline.infra.runtime import derive_seed
+from pipeline.training.pruning import Floor
 from pipeline.training.runs import run_config, run_setup, run_train_config
 
 log = logging.getLogger(__name__)
@@ -104,6 +111,8 @@ def study_name(params: Params, run: str, inherited: dict[str, float] | None = No
             "space": to_dict(params.tune.spaces.get(run, {})),
         },
     }
+    if params.tune.pruner.rule != "none":  # added after studies were recorded: named only when on
+        settings["tune"]["pruner"] = to_dict(params.tune.pruner)
     if inherited:
         settings["inherited"] = inherited
     digest = hashlib.sha256(json.dumps([run, settings], sort_keys=True, default=str).encode()).hexdigest()
@@ -121,11 +130,31 @@ def make_sampler(name: str, seed: int, startup_trials: int):
 @dataclass(frozen=True)
 class TrialResult:
     """What a trial measured: the mean best validation MAP@R over the folds, the most epochs a fold model trained,
-    and whether a fold model stopped at the epoch cap."""
+    whether a fold model stopped at the epoch cap, the epoch at which the first fold model was pruned (None: the
+    trial completed; its value is then only the mean best so far) and each fold's validation MAP@R per epoch."""
 
     value: float
     epochs_run: int
     capped: bool
+    pruned_at: int | None = None
+    curves: tuple[tuple[float, ...], ...] = ()
+
+
+def pruning_floors(trials, rule, folds: list[int]) -> dict[int, Floor] | None:
+    """Fold -> the floor the completed Optuna `trials` set under `rule` (tune.pruner): at every epoch the
+    `rule.percentile` of their best validation MAP@R so far on that fold (a model that stopped holds its last best);
+    None when the rule is off or fewer than `rule.min_trials` trials completed with their curves recorded."""
+    curves = [t.user_attrs["curves"] for t in trials if "curves" in t.user_attrs]
+    if rule.rule == "none" or len(curves) < rule.min_trials:
+        return None
+    floors = {}
+    for i, fold in enumerate(folds):
+        best = [np.maximum.accumulate(np.asarray(c[i], dtype=np.float64)) for c in curves]
+        length = max(len(b) for b in best)
+        held = np.stack([np.pad(b, (0, length - len(b)), mode="edge") for b in best])
+        values = np.percentile(held, rule.percentile, axis=0)
+        floors[fold] = Floor(tuple(float(v) for v in values), rule.warmup, rule.interval, rule.window)
+    return floors
 
 
 def holds_under(trial, cap: int) -> bool:
@@ -140,15 +169,15 @@ def holds_under(trial, cap: int) -> bool:
 def run_study(
     params: Params,
     run: str,
-    objective: Callable[[dict[str, float]], TrialResult],
+    objective: Callable[[dict[str, float], dict[int, Floor] | None], TrialResult],
     storage: Path,
     trials: int,
-    progress: Callable[[int, dict, float], None] | None = None,
+    progress: Callable[[int, dict, TrialResult], None] | None = None,
     inherited: dict[str, float] | None = None,
 ):
-    """Complete `trials` trials of `run`'s study in the journal file `storage`, resuming what it already
-    holds (``<name>-epochs<cap>`` instead when the epoch cap altered a trial of it, module docstring); returns the
-    Optuna study. `params` has the `inherited` values applied already (they name the study)."""
+    """Finish `trials` trials (completed or pruned) of `run`'s study in the journal file `storage`, resuming what it
+    already holds (``<name>-epochs<cap>`` instead when the epoch cap altered a trial of it, module docstring); returns
+    the Optuna study. `params` has the `inherited` values applied already (they name the study)."""
     import optuna
     from optuna.storages import JournalStorage
     from optuna.storages.journal import JournalFileBackend
@@ -173,36 +202,50 @@ def run_study(
     for stale in study.get_trials(deepcopy=False, states=(TrialState.RUNNING,)):
         log.info("%s: trial %d was interrupted; marked failed and redone", run, stale.number)
         study.tell(stale.number, state=TrialState.FAIL)
-    while (done := len(study.get_trials(deepcopy=False, states=(TrialState.COMPLETE,)))) < trials:
+    while (done := len(study.get_trials(deepcopy=False, states=(TrialState.COMPLETE, TrialState.PRUNED)))) < trials:
         study.sampler = make_sampler(
             params.tune.sampler, derive_seed(params.seed, "tune", run, done), params.tune.startup_trials
         )
         trial = study.ask()
         values = suggest(trial, space)
-        result = objective(values)
+        completed = study.get_trials(deepcopy=False, states=(TrialState.COMPLETE,))
+        result = objective(values, pruning_floors(completed, params.tune.pruner, params.experiment.folds))
         if not np.isfinite(result.value):
             raise RuntimeError(f"{run}: trial {done} gave validation MAP@R {result.value} at {values}")
         for key, attr in (("max_epochs", cap), ("epochs_run", result.epochs_run), ("capped", result.capped)):
             trial.set_user_attr(key, attr)
-        study.tell(trial, result.value)
+        if result.pruned_at is not None:
+            trial.set_user_attr("pruned_at", result.pruned_at)
+            trial.report(result.value, result.pruned_at)  # TPE ranks a pruned trial by it, below the completed ones
+            study.tell(trial, state=TrialState.PRUNED)
+        else:
+            if params.tune.pruner.rule != "none":
+                trial.set_user_attr("curves", [list(c) for c in result.curves])  # the later trials' floors
+            study.tell(trial, result.value)
         if progress is not None:
-            progress(done, values, result.value)
+            progress(done, values, result)
     return study
 
 
 def completed_trials(study) -> list[dict]:
-    """The completed trials in the order they ran: number, value and the values tried."""
+    """The finished trials in the order they ran: number, value (None for a pruned trial, with the epoch it was
+    pruned at and its mean best validation MAP@R by then) and the values tried."""
     from optuna.trial import TrialState
 
-    return [
-        {
-            "trial": i,
-            "val_map_at_r": t.value,
-            "values": dict(t.params),
-            **{k: t.user_attrs[k] for k in ("max_epochs", "epochs_run", "capped") if k in t.user_attrs},
-        }
-        for i, t in enumerate(study.get_trials(deepcopy=False, states=(TrialState.COMPLETE,)))
-    ]
+    out = []
+    for i, t in enumerate(study.get_trials(deepcopy=False, states=(TrialState.COMPLETE, TrialState.PRUNED))):
+        row = {"trial": i, "val_map_at_r": t.value, "values": dict(t.params)}
+        if t.state == TrialState.PRUNED:
+            row.update(val_map_at_r=None, pruned_at=t.user_attrs["pruned_at"])
+            row["partial_val_map_at_r"] = t.intermediate_values[row["pruned_at"]]
+        row.update({k: t.user_attrs[k] for k in ("max_epochs", "epochs_run", "capped") if k in t.user_attrs})
+        out.append(row)
+    return out
+
+
+def completed(history: list[dict]) -> list[dict]:
+    """The trials of a study's history that were not pruned (the only ones that can be chosen)."""
+    return [t for t in history if t["val_map_at_r"] is not None]
 
 
 def finished_study(
@@ -239,11 +282,12 @@ def finished_study(
 def study_record(base: dict, name: str, history: list[dict]) -> dict:
     """`base` (a run's record: space, inherited values) with study `name`'s trials and its best one (the first of
     equal ones): the values the run trains at are the inherited ones and the best trial's."""
-    best = max(history, key=lambda t: t["val_map_at_r"])
+    best = max(completed(history), key=lambda t: t["val_map_at_r"])
     return {
         **base,
         "study": name,
         "trials": len(history),
+        "pruned": len(history) - len(completed(history)),
         "values": {**base["inherited"], **best["values"]},
         "best_trial": best["trial"],
         "best_val_map_at_r": best["val_map_at_r"],
@@ -260,17 +304,28 @@ def validation_objective(
     from pipeline.training.jobs import FoldJob
     from pipeline.training.worker import run_fold_job
 
-    def objective(values: dict[str, float]) -> TrialResult:
+    def objective(values: dict[str, float], floors: dict[int, Floor] | None = None) -> TrialResult:
         setup = run_setup(apply_values(params, values), run)
         jobs = [
-            FoldJob(setup, fold, data, features, seed=params.experiment.seeds[0], test=False)
+            FoldJob(
+                setup,
+                fold,
+                data,
+                features,
+                seed=params.experiment.seeds[0],
+                test=False,
+                prune=None if floors is None else floors[fold],
+            )
             for fold in params.experiment.folds
         ]
         outcomes = workers.run(run_fold_job, jobs, desc=f"{run} trial")
+        pruned = [len(o.history) - 1 for o in outcomes if o.stop_reason == "pruned"]
         return TrialResult(
             float(np.mean([o.best_val_map_at_r for o in outcomes])),
             max(len(o.history) - 1 for o in outcomes),
             any(o.stop_reason == "max_epochs" for o in outcomes),
+            min(pruned) if pruned else None,
+            tuple(tuple(row["val_map_at_r"] for row in o.history) for o in outcomes),
         )
 
     return objective

@@ -26,6 +26,7 @@ from pipeline.models.features import FeatureCache
 from pipeline.models.transforms import eval_transform, train_transform
 from pipeline.training.jobs import FoldJob, FoldOutcome
 from pipeline.training.loop import FitResult, FoldData, embed, fit
+from pipeline.training.pruning import Floor
 from pipeline.training.runs import RunSetup
 
 
@@ -93,13 +94,15 @@ def train_fold(
     device: torch.device,
     seed: int = 0,
     test: bool = True,
+    prune: Floor | None = None,
 ) -> RunResult:
     """Build inputs, model and objective, train with early stopping, embed the test set with the best weights
     (with `test` False, as in tuning, no test row is selected or read and test_embeddings is None).
 
     Common random numbers: the initial network and the batches follow (setup.seed, fold, replicate seed),
     not the method, so the runs a claim compares start from the same weights and see the same batches until
-    their methods make them differ (CCP and Loss-Proxy are one computation up to CCP's first re-initialisation)."""
+    their methods make them differ (CCP and Loss-Proxy are one computation up to CCP's first re-initialisation).
+    A tuning trial's `prune` floor may stop training early (pipeline/training/pruning.py)."""
     train = setup.train
     seed_everything(derive_seed(setup.seed, "init", fold, seed), device)
     rows = fold_rows(manifest, fold)
@@ -125,6 +128,7 @@ def train_fold(
         device,
         desc=f"{setup.name}-{fold}",
         batch_seed=derive_seed(setup.seed, "batches", fold, seed),
+        cut=None if prune is None else prune.cuts,
     )
     model.load_state_dict(result.best_state["model"])
     test_embeddings = embed(model, data.test, device, train.num_workers, train.amp) if test else None
@@ -164,6 +168,7 @@ def train_and_save(job: FoldJob) -> FoldOutcome:
         choose_device(setup.train.device, setup.train.mode),
         job.seed,
         job.test,
+        job.prune,
     )
     if job.out is not None:
         out = Path(job.out)

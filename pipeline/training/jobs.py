@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from pipeline.training.pruning import Floor
 from pipeline.training.runs import RunSetup
 
 
@@ -13,7 +14,8 @@ class FoldJob:
     """Train run `setup` on `fold` with replicate `seed` (inputs from the prepared data and feature cache
     folders); save the model, test embeddings and a summary into the folder `out` when given; compute every
     test metric of the model's embeddings when `evaluate` is set. With `test` False
-    (tuning) the test classes are not touched at all: only the best validation MAP@R comes back."""
+    (tuning) the test classes are not touched at all: only the best validation MAP@R comes back. A tuning trial's
+    `prune` floor may stop the model early (pipeline/training/pruning.py)."""
 
     setup: RunSetup
     fold: int
@@ -23,6 +25,7 @@ class FoldJob:
     evaluate: bool = False
     seed: int = 0
     test: bool = True
+    prune: Floor | None = None
 
 
 @dataclass
@@ -32,4 +35,4 @@ class FoldOutcome:
     best_epoch: int
     best_val_map_at_r: float
     test_metrics: dict | None
-    stop_reason: str = ""  # patience, max_epochs or method (pipeline/training/loop.py)
+    stop_reason: str = ""  # patience, max_epochs, method or pruned (pipeline/training/loop.py)

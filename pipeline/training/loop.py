@@ -369,9 +369,12 @@ def fit(
     device: torch.device,
     desc: str = "train",
     batch_seed: int = 0,
+    cut: Callable[[list[float]], bool] | None = None,
 ) -> FitResult:
     """Train under the budget rule (module docstring) with early stopping on validation MAP@R; return the
-    best state, the per-epoch log and why training stopped. `batch_seed` seeds the batches."""
+    best state, the per-epoch log and why training stopped. `batch_seed` seeds the batches. `cut`, given the
+    validation MAP@R of epochs 0..e, may end training after epoch e (a tuning trial's pruner,
+    pipeline/training/pruning.py; stop reason "pruned")."""
     step_once, loader, ctx = prepare(model, objective, data, cfg, device, batch_seed)
 
     def snapshot() -> dict:
@@ -412,6 +415,10 @@ def fit(
             log.debug(
                 "%s: stopped after epoch %d (%s; %d epochs without improvement)", desc, epoch, result.stop_reason, stale
             )
+            break
+        if cut is not None and cut([r["val_map_at_r"] for r in result.history]):
+            result.stop_reason = "pruned"
+            log.debug("%s: pruned after epoch %d", desc, epoch)
             break
     objective.finish(ctx)
     ctx.release()

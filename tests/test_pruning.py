@@ -1,0 +1,166 @@
+"""Stopping hopeless tuning trials early (pipeline/training/pruning.py, pipeline/studies/tuning.py): the rule on
+hand-made curves, the floors a study's completed trials set, pruned trials in a study, and a fit that a floor
+never reaches trains exactly as without one."""
+
+from __future__ import annotations
+
+import csv
+import dataclasses
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+import torch
+
+from pipeline.config import params_from_dict
+from pipeline.config.studies import PrunerConfig
+from pipeline.studies.tuning import (
+    TrialResult,
+    completed_trials,
+    pruning_floors,
+    run_study,
+    study_name,
+    study_record,
+)
+from pipeline.training.experiment import train_fold
+from pipeline.training.pruning import Floor
+from pipeline.training.runs import run_setup
+from tests.conftest import merge
+
+ROOT = Path(__file__).resolve().parents[1]
+SPACE = {"baselines.ms.loss.base": {"low": 0.0, "high": 1.0}}
+RULE = {"rule": "percentile", "percentile": 50.0, "warmup": 4, "interval": 2, "window": 2, "min_trials": 3}
+
+
+def floor(values, warmup=4, interval=2, window=2) -> Floor:
+    return Floor(tuple(values), warmup, interval, window)
+
+
+def test_a_model_is_cut_only_at_checkpoints_below_the_floor_and_not_while_it_rises():
+    flat = floor([0.5] * 10)
+    # epochs 0..4: best 0.4 < 0.5, the last two epochs flat: cut at the first checkpoint (epoch 4)
+    assert flat.cuts([0.1, 0.4, 0.3, 0.3, 0.3])
+    assert not flat.cuts([0.1, 0.4, 0.3, 0.3])  # epoch 3: before the warm-up
+    assert not flat.cuts([0.1, 0.4, 0.3, 0.3, 0.3, 0.3])  # epoch 5: between checkpoints (4, 6, 8, ...)
+    assert flat.cuts([0.1, 0.4, 0.3, 0.3, 0.3, 0.3, 0.3])  # epoch 6
+    # rising over the last `window` epochs (0.31 > epoch 2's 0.30): not cut, though below the floor
+    assert not flat.cuts([0.1, 0.4, 0.30, 0.2, 0.31])
+    # judged by its best so far, not its last value: a peak above the floor keeps a dipping curve
+    assert not flat.cuts([0.1, 0.6, 0.3, 0.3, 0.2])
+    # the floor's last value holds beyond its end; a best equal to the floor is not below it
+    assert floor([0.9, 0.9, 0.2]).cuts([0.1, 0.15, 0.1, 0.1, 0.1])
+    assert not floor([0.9, 0.9, 0.1]).cuts([0.1, 0.1, 0.1, 0.1, 0.1])
+
+
+def test_the_dip_and_climb_of_c2_loss_proxy_on_emoji_is_never_cut():
+    """Both fold-3 C2-Loss-Proxy models of the committed emoji run peak at epoch 1, dip and climb for 20 epochs
+    (issue 62): under the default rule (checks from epoch 20 every 5, window 5) no floor, however high, cuts them,
+    since they rise over the window at every checkpoint they reach."""
+    for seed in (0, 1):
+        path = ROOT / "reports/emoji/train_logs/c2_loss_proxy" / f"fold-3-seed-{seed}.csv"
+        with open(path) as fh:
+            curve = [float(row["val_map_at_r"]) for row in csv.DictReader(fh)]
+        rule = Floor((1.0,), warmup=20, interval=5, window=5)
+        assert int(np.argmax(curve)) == 1 and len(curve) > 20
+        assert not any(rule.cuts(curve[: e + 1]) for e in range(len(curve)))
+
+
+class Trial:
+    """A completed Optuna trial as pruning_floors reads it."""
+
+    def __init__(self, *curves):
+        self.user_attrs = {"curves": [list(c) for c in curves]}
+
+
+def test_the_floor_is_the_percentile_of_the_completed_trials_best_so_far_per_fold_and_epoch():
+    rule = PrunerConfig(**RULE)
+    trials = [
+        Trial([0.1, 0.3, 0.2], [0.5, 0.4]),  # fold 0's best so far: 0.1 0.3 0.3; fold 1's: 0.5 0.5 (then held)
+        Trial([0.2, 0.2, 0.6, 0.1], [0.1, 0.2, 0.3]),
+        Trial([0.0, 0.1], [0.2, 0.6, 0.1]),
+    ]
+    floors = pruning_floors(trials, rule, folds=[0, 3])
+    # fold 0: per epoch the median of (0.1, 0.2, 0.0), (0.3, 0.2, 0.1), (0.3, 0.6, 0.1), (0.3, 0.6, 0.1)
+    assert floors[0].values == pytest.approx((0.1, 0.2, 0.3, 0.3))
+    # fold 3 (the second curve of each trial): (0.5, 0.1, 0.2), (0.5, 0.2, 0.6), (0.5, 0.3, 0.6)
+    assert floors[3].values == pytest.approx((0.2, 0.5, 0.5))
+    assert (floors[0].warmup, floors[0].interval, floors[0].window) == (4, 2, 2)
+    assert pruning_floors(trials[:2], rule, folds=[0, 3]) is None  # fewer than min_trials
+    off = dataclasses.replace(rule, rule="none")
+    assert pruning_floors(trials, off, folds=[0, 3]) is None
+
+
+@pytest.fixture
+def pruned_params(tiny_dict):
+    tune = {"startup_trials": 3, "spaces": {"ms": SPACE}, "pruner": RULE}
+    return params_from_dict(merge(tiny_dict, {"tune": tune, "experiment": {"folds": [0, 1]}}))
+
+
+def simulated(values: dict, floors) -> TrialResult:
+    """A trial whose fold models climb to a height set by `base` over 12 epochs, stopped by the floors as the
+    training loop would stop them."""
+    curves, pruned = [], []
+    for fold in (0, 1):
+        height = 1 - abs(values["baselines.ms.loss.base"] - 0.7) + 0.01 * fold
+        curve = []
+        for epoch in range(13):
+            curve.append(height * min(epoch, 6) / 6)
+            if floors is not None and floors[fold].cuts(curve):
+                pruned.append(epoch)
+                break
+        curves.append(tuple(curve))
+    return TrialResult(
+        float(np.mean([max(c) for c in curves])),
+        max(len(c) - 1 for c in curves),
+        False,
+        min(pruned, default=None),
+        tuple(curves),
+    )
+
+
+def test_pruned_trials_count_among_the_trials_are_recorded_and_never_chosen(pruned_params, tmp_path):
+    study = run_study(pruned_params, "ms", simulated, tmp_path / "a.journal", trials=12)
+    history = completed_trials(study)
+    assert len(history) == 12 and [t["trial"] for t in history] == list(range(12))
+    pruned = [t for t in history if t["val_map_at_r"] is None]
+    assert pruned and all(t["trial"] >= 3 for t in pruned)  # nothing before min_trials completed
+    assert all(t["pruned_at"] in (4, 6, 8, 10, 12) and 0 < t["partial_val_map_at_r"] < 1 for t in pruned)
+    record = study_record({"inherited": {}}, study.study_name, history)
+    assert record["pruned"] == len(pruned) and record["best_trial"] not in {t["trial"] for t in pruned}
+    assert record["best_val_map_at_r"] == max(t["val_map_at_r"] for t in history if t["val_map_at_r"] is not None)
+    # the same params give the same study, and an interrupted one resumes to it
+    assert completed_trials(run_study(pruned_params, "ms", simulated, tmp_path / "b.journal", trials=12)) == history
+    run_study(pruned_params, "ms", simulated, tmp_path / "c.journal", trials=7)
+    assert completed_trials(run_study(pruned_params, "ms", simulated, tmp_path / "c.journal", trials=12)) == history
+
+
+def test_the_rule_is_in_the_study_name_only_when_it_is_on(pruned_params, tiny_dict):
+    tune = {"startup_trials": 3, "spaces": {"ms": SPACE}}
+    plain = params_from_dict(merge(tiny_dict, {"tune": tune, "experiment": {"folds": [0, 1]}}))
+    off = params_from_dict(
+        merge(tiny_dict, {"tune": {**tune, "pruner": {**RULE, "rule": "none"}}, "experiment": {"folds": [0, 1]}})
+    )
+    assert study_name(off, "ms") == study_name(plain, "ms")  # every study recorded before pruning keeps its name
+    assert study_name(pruned_params, "ms") != study_name(plain, "ms")
+    other = params_from_dict(
+        merge(tiny_dict, {"tune": {**tune, "pruner": {**RULE, "percentile": 25.0}}, "experiment": {"folds": [0, 1]}})
+    )
+    assert study_name(other, "ms") != study_name(pruned_params, "ms")
+
+
+def test_a_floor_the_model_stays_above_changes_nothing_and_one_it_trails_prunes_it(tiny_params, tiny_data):
+    manifest, features = tiny_data
+    cpu = torch.device("cpu")
+    setup = run_setup(tiny_params, "ms")
+    free = train_fold(setup, 0, manifest, features, cpu, test=False)
+    assert free.fit.stop_reason != "pruned" and len(free.fit.history) > 3
+    low = train_fold(setup, 0, manifest, features, cpu, test=False, prune=Floor((-1.0,), 1, 1, 1))
+    assert pd.DataFrame(low.fit.history).equals(pd.DataFrame(free.fit.history))
+    for key, value in free.model.state_dict().items():
+        assert torch.equal(value, low.model.state_dict()[key]), key
+    high = train_fold(setup, 0, manifest, features, cpu, test=False, prune=Floor((2.0,), 2, 1, 1))
+    assert high.fit.stop_reason == "pruned"
+    # cut at epoch 2, or at 3 if it rose at 2: the same model and curve as the free one up to there
+    assert len(high.fit.history) - 1 in (2, 3)
+    assert pd.DataFrame(high.fit.history).equals(pd.DataFrame(free.fit.history[: len(high.fit.history)]))
