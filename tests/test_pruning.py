@@ -44,8 +44,11 @@ def test_a_model_is_cut_only_at_checkpoints_below_the_floor_and_not_while_it_ris
     assert not flat.cuts([0.1, 0.4, 0.3, 0.3])  # epoch 3: before the warm-up
     assert not flat.cuts([0.1, 0.4, 0.3, 0.3, 0.3, 0.3])  # epoch 5: between checkpoints (4, 6, 8, ...)
     assert flat.cuts([0.1, 0.4, 0.3, 0.3, 0.3, 0.3, 0.3])  # epoch 6
-    # rising over the last `window` epochs (0.31 > epoch 2's 0.30): not cut, though below the floor
+    # improving: its last value rose over the window (0.31 > epoch 2's 0.30, a climb back), or its best so far rose
+    # within it (0.3 at epoch 3 > 0.25 before the window): not cut, though below the floor
     assert not flat.cuts([0.1, 0.4, 0.30, 0.2, 0.31])
+    assert not flat.cuts([0.1, 0.2, 0.25, 0.3, 0.28])
+    assert flat.cuts([0.1, 0.3, 0.29, 0.3, 0.28])  # best (0.3) reached before the window, last value down: cut
     # judged by its best so far, not its last value: a peak above the floor keeps a dipping curve
     assert not flat.cuts([0.1, 0.6, 0.3, 0.3, 0.2])
     # the floor's last value holds beyond its end; a best equal to the floor is not below it
@@ -55,15 +58,16 @@ def test_a_model_is_cut_only_at_checkpoints_below_the_floor_and_not_while_it_ris
 
 def test_the_dip_and_climb_of_c2_loss_proxy_on_emoji_is_never_cut():
     """Both fold-3 C2-Loss-Proxy models of the committed emoji run peak at epoch 1, dip and climb for 20 epochs
-    (issue 62): under the default rule (checks from epoch 20 every 5, window 5) no floor, however high, cuts them,
-    since they rise over the window at every checkpoint they reach."""
+    (issue 62): under the default rule no floor, however high, cuts them, since they rise over the window at every
+    checkpoint they reach."""
+    rule = PrunerConfig()
     for seed in (0, 1):
         path = ROOT / "reports/emoji/train_logs/c2_loss_proxy" / f"fold-3-seed-{seed}.csv"
         with open(path) as fh:
             curve = [float(row["val_map_at_r"]) for row in csv.DictReader(fh)]
-        rule = Floor((1.0,), warmup=20, interval=5, window=5)
-        assert int(np.argmax(curve)) == 1 and len(curve) > 20
-        assert not any(rule.cuts(curve[: e + 1]) for e in range(len(curve)))
+        high = Floor((1.0,), rule.warmup, rule.interval, rule.window)
+        assert int(np.argmax(curve)) == 1 and len(curve) > rule.warmup
+        assert not any(high.cuts(curve[: e + 1]) for e in range(len(curve)))
 
 
 class Trial:

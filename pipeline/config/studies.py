@@ -134,15 +134,16 @@ class SearchDim:
 class PrunerConfig:
     """Stopping hopeless trials early, one rule for every run's study (pipeline/studies/tuning.py, pruning_floors;
     pipeline/training/pruning.py): from `warmup` epochs on, every `interval` epochs, a fold model whose best validation
-    MAP@R so far is below the `percentile` of the completed trials' best-so-far on its fold at that epoch, and whose
-    validation MAP@R has not risen over its last `window` epochs, stops; its trial is pruned (recorded, never chosen,
-    counted among `tune.trials`). Nothing is pruned before `min_trials` trials completed."""
+    MAP@R so far is below the `percentile` of the completed trials' best-so-far on its fold at that epoch, and which
+    is not improving (its best so far did not rise within its last `window` epochs, nor its last value over them),
+    stops; its trial is pruned (recorded, never chosen, counted among `tune.trials`). Nothing is pruned before
+    `min_trials` trials completed."""
 
     rule: Literal["none", "percentile"] = "none"
-    percentile: float = Field(50.0, gt=0.0, lt=100.0)  # 50: the median of the completed trials (Optuna's MedianPruner)
+    percentile: float = Field(25.0, gt=0.0, lt=100.0)  # 25: the lowest quarter at that epoch (50: Optuna's median)
     warmup: int = Field(20, ge=1)  # epochs every model trains before the first check (the default patience)
     interval: int = Field(5, ge=1)  # epochs between checks
-    window: int = Field(5, ge=1)  # a model whose validation MAP@R rose over its last `window` epochs is not cut
+    window: int = Field(10, ge=1)  # a model still improving over its last `window` epochs is not cut
     min_trials: int = Field(5, ge=1)  # completed trials before anything is pruned (Optuna: n_startup_trials)
 
 

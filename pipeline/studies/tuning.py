@@ -23,7 +23,8 @@ Pruning (`tune.pruner`, off unless its rule is set). A trial's fold models may b
 study's completed trials on their fold (pipeline/training/pruning.py: the best validation MAP@R so far against a
 percentile of theirs at the same epoch, never a model still climbing); such a trial is recorded as pruned, counts
 among `tune.trials` (every arm gets the same number of trials) and is never chosen. The completed trials keep their
-fold curves in the journal for the floors; the rule is in the study's name when it is on.
+fold curves in the journal (the floors; benchmarks/bench_tune.py replays the rule on them); the rule is in the
+study's name when it is on.
 
 The epoch cap. A trial whose fold models all stopped before `train.max_epochs` (by patience or the method)
 measures the same under any cap it stayed below, so the cap is not in the fingerprint: each trial records the
@@ -219,8 +220,7 @@ def run_study(
             trial.report(result.value, result.pruned_at)  # TPE ranks a pruned trial by it, below the completed ones
             study.tell(trial, state=TrialState.PRUNED)
         else:
-            if params.tune.pruner.rule != "none":
-                trial.set_user_attr("curves", [list(c) for c in result.curves])  # the later trials' floors
+            trial.set_user_attr("curves", [list(c) for c in result.curves])  # the later trials' floors
             study.tell(trial, result.value)
         if progress is not None:
             progress(done, values, result)

@@ -3,20 +3,22 @@ pipeline/studies/tuning.py pruning_floors; the rule's settings: `tune.pruner`, p
 
 The rule judges a model by its best validation MAP@R so far, the number early stopping keeps, not by the last
 epoch's: a curve that peaks, dips and climbs back (C2-Loss-Proxy on emoji peaks at epoch 1) is judged by its peak.
-A model that is still climbing is never cut: one whose validation MAP@R rose over its last `window` epochs goes on
-to the next check."""
+A model that is still improving is never cut: one whose best so far rose within its last `window` epochs (a steady
+climber), or whose validation MAP@R rose over them (a climb back after a dip), goes on to the next check."""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+import numpy as np
+
 
 @dataclass(frozen=True)
 class Floor:
     """Cut a fold model at a checkpoint (epoch `warmup`, then every `interval` epochs) when its best validation
-    MAP@R so far is below ``values[epoch]`` (the last value beyond the end) and its validation MAP@R did not rise
-    over the last `window` epochs."""
+    MAP@R so far is below ``values[epoch]`` (the last value beyond the end) and it is not improving (module
+    docstring) over the last `window` epochs."""
 
     values: tuple[float, ...]  # per epoch 0, 1, ...: the floor the study's completed trials set on this fold
     warmup: int
@@ -28,5 +30,7 @@ class Floor:
         epoch = len(curve) - 1
         if epoch < self.warmup or (epoch - self.warmup) % self.interval:
             return False
-        rising = curve[epoch] > curve[max(0, epoch - self.window)]
-        return not rising and max(curve) < self.values[min(epoch, len(self.values) - 1)]
+        before = max(0, epoch - self.window)
+        # still improving: its best so far rose within the window, or its last value rose over it (a climb back)
+        improving = max(curve[before + 1 :], default=-np.inf) > max(curve[: before + 1]) or curve[epoch] > curve[before]
+        return not improving and max(curve) < self.values[min(epoch, len(self.values) - 1)]
