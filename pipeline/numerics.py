@@ -49,6 +49,7 @@ import shutil
 import subprocess
 import sys
 import warnings
+from collections.abc import Sequence
 from pathlib import Path
 
 from pipeline.infra import userdirs
@@ -117,42 +118,51 @@ def _interpose_sqrt() -> None:
     global _sqrt_status
     if not (sys.platform.startswith("linux") and platform.machine() == "x86_64"):
         return
-    digest = hashlib.sha256((SQRT_SHIM + " ".join(SHIM_FLAGS)).encode()).hexdigest()[:12]
-    folder = Path(os.environ["DML_SHIM_DIR"]) if os.environ.get("DML_SHIM_DIR") else userdirs.cache_dir()
-    library = folder / f"ieee_sqrt_{digest}.so"
-    if not library.is_file():
-        problem = _compile_shim(library)
-        if problem:
-            _sqrt_status = f"MKL VML ({problem}: square roots may differ between CPUs)"
-            warnings.warn(
-                f"pipeline.numerics: {problem}, so torch's square roots depend on the CPU (install gcc to pin them)",
-                RuntimeWarning,
-                stacklevel=3,
-            )
-            return
+    library, problem = build_library("ieee_sqrt", SQRT_SHIM, SHIM_FLAGS)
+    if library is None:
+        _sqrt_status = f"MKL VML ({problem}: square roots may differ between CPUs)"
+        warnings.warn(
+            f"pipeline.numerics: {problem}, so torch's square roots depend on the CPU (install gcc to pin them)",
+            RuntimeWarning,
+            stacklevel=3,
+        )
+        return
     ctypes.CDLL(str(library), mode=os.RTLD_GLOBAL)
     _sqrt_status = "IEEE (interposed for MKL VML)"
 
 
-def _compile_shim(library: Path) -> str:
-    """Compile SQRT_SHIM into `library` (atomically: a parallel worker sees the whole file or none, and
+def build_library(name: str, source: str, flags: Sequence[str]) -> tuple[Path | None, str]:
+    """The shared library compiled from the C `source` with `flags` (``-shared -fPIC`` among them), cached as
+    ``<name>_<digest of source and flags>.so`` in ``DML_SHIM_DIR`` (default: the cache folder) and compiled on
+    first use: (its path, "") or (None, what went wrong)."""
+    digest = hashlib.sha256((source + " ".join(flags)).encode()).hexdigest()[:12]
+    folder = Path(os.environ["DML_SHIM_DIR"]) if os.environ.get("DML_SHIM_DIR") else userdirs.cache_dir()
+    library = folder / f"{name}_{digest}.so"
+    if library.is_file():
+        return library, ""
+    problem = _compile(library, source, flags)
+    return (None, problem) if problem else (library, "")
+
+
+def _compile(library: Path, source: str, flags: Sequence[str]) -> str:
+    """Compile `source` into `library` (atomically: a parallel worker sees the whole file or none, and
     processes that build at once each compile into a name of their own, then move it into place); return
     what went wrong, or "" when it was built."""
     compiler = os.environ.get("CC") or shutil.which("cc") or shutil.which("gcc")
     if compiler is None:
-        return "no C compiler (cc) to build the IEEE square root"
+        return f"no C compiler (cc) to build {library.name}"
     library.parent.mkdir(parents=True, exist_ok=True)
     unique = f"{library.stem}.{os.getpid()}.{os.urandom(4).hex()}"  # with_suffix would cut at its dots
-    source, partial = library.parent / f"{unique}.c", library.parent / f"{unique}.so"
-    source.write_text(SQRT_SHIM)
+    code, partial = library.parent / f"{unique}.c", library.parent / f"{unique}.so"
+    code.write_text(source)
     try:
-        subprocess.run([compiler, *SHIM_FLAGS, str(source), "-o", str(partial)], check=True, capture_output=True)
+        subprocess.run([compiler, *flags, str(code), "-o", str(partial)], check=True, capture_output=True)
         os.replace(partial, library)
         return ""
     except (OSError, subprocess.CalledProcessError) as err:
         return f"the C compiler {compiler!r} failed ({type(err).__name__})"
     finally:
-        source.unlink(missing_ok=True)
+        code.unlink(missing_ok=True)
         partial.unlink(missing_ok=True)
 
 
