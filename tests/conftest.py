@@ -13,6 +13,16 @@ from pipeline.config import params_from_dict
 ROOT = Path(__file__).resolve().parents[1]
 
 # A configuration small enough for CPU tests: 16 classes (8 train / 8 test), 2 folds, short training.
+# the longest modules (end-to-end `dvc repro` runs) first: under `-n 2 --dist loadfile` (README, pyproject.toml) the two
+# workers start the two longest at once and the short modules fill in behind them, instead of one long tail
+LONGEST_FIRST = ("test_pipeline_e2e.py", "test_adding_a_method.py", "test_numerics.py")
+
+
+def pytest_collection_modifyitems(items):
+    rank = {name: i for i, name in enumerate(LONGEST_FIRST)}
+    items.sort(key=lambda item: rank.get(item.path.name, len(LONGEST_FIRST)))  # stable: the rest keep their order
+
+
 TINY_OVERRIDES = {
     "experiment": {"methods": ["ms", "proxy_anchor"], "folds": [0, 1], "seeds": [0, 1]},
     "data": {"num_classes": 16, "images_per_class": 8},
