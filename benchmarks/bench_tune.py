@@ -104,9 +104,11 @@ class Recorded:
 
 def replay(study, rule) -> dict:
     """The pruner `rule` replayed on a study that ran without it (every trial complete, its fold curves recorded):
-    in trial order, the floors of the trials it would have kept, the epoch each fold model would have stopped at.
-    The sampler would have proposed other trials after a cut one, so this tells what the rule cuts among these trials,
-    not the study it would have run."""
+    in trial order, the floors of the trials it would have kept; a trial is cut when one of its fold models falls
+    below its floor, and all its fold models are counted as stopped at that epoch (the siblings stop at their next
+    epoch, or at their first when they had not started: this is an estimate of the saving). The sampler would have
+    proposed other trials after a cut one, so this tells what the rule cuts among these trials, not the study it
+    would have run."""
     from optuna.trial import TrialState
 
     trials = study.get_trials(deepcopy=False, states=(TrialState.COMPLETE,))
@@ -114,17 +116,18 @@ def replay(study, rule) -> dict:
     kept, cut, trained, saved = [], [], 0, 0
     for n, trial in enumerate(trials):
         curves = trial.user_attrs["curves"]
+        trained += sum(len(c) - 1 for c in curves)
         floors = tuning.pruning_floors(kept, rule, list(range(len(curves))))
         stops = [
-            next((e for e in range(len(c)) if floors is not None and floors[i].cuts(c[: e + 1])), len(c) - 1)
+            next((e for e in range(len(c)) if floors[i].below(c[: e + 1])), None) if floors else None
             for i, c in enumerate(curves)
         ]
-        trained += sum(len(c) - 1 for c in curves)
-        saved += sum(len(c) - 1 - s for c, s in zip(curves, stops))
-        if any(s < len(c) - 1 for c, s in zip(curves, stops)):
-            cut.append((n, min(stops), ranked.index(trial.value) + 1))
-        else:
+        first = min((e for e in stops if e is not None), default=None)
+        if first is None:
             kept.append(Recorded(curves))
+        else:
+            cut.append((n, first, ranked.index(trial.value) + 1))
+            saved += sum(max(0, len(c) - 1 - first) for c in curves)
     return {"cut": cut, "saved": saved / max(1, trained), "trials": len(trials)}
 
 

@@ -77,7 +77,7 @@ def record(params, name: str, inherited: dict, args, workers: Workers) -> dict:
             n,
             result.value,
             values,
-            "" if result.pruned_at is None else f" (pruned at epoch {result.pruned_at}: the best so far)",
+            " (pruned: the best so far)" if result.pruned else "",
         ),
         inherited=inherited,
     )

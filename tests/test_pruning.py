@@ -15,13 +15,16 @@ import torch
 
 from pipeline.config import params_from_dict
 from pipeline.config.studies import PrunerConfig
+from pipeline.infra.parallel import Workers
 from pipeline.studies.tuning import (
     TrialResult,
     completed_trials,
+    holds_under,
     pruning_floors,
     run_study,
     study_name,
     study_record,
+    validation_objective,
 )
 from pipeline.training.experiment import train_fold
 from pipeline.training.pruning import Floor
@@ -54,6 +57,21 @@ def test_a_model_is_cut_only_at_checkpoints_below_the_floor_and_not_while_it_ris
     # the floor's last value holds beyond its end; a best equal to the floor is not below it
     assert floor([0.9, 0.9, 0.2]).cuts([0.1, 0.15, 0.1, 0.1, 0.1])
     assert not floor([0.9, 0.9, 0.1]).cuts([0.1, 0.1, 0.1, 0.1, 0.1])
+
+
+def test_the_first_fold_model_cut_stops_its_siblings(tmp_path):
+    flag = tmp_path / "pruned"
+    trailing = dataclasses.replace(floor([0.5] * 10), flag=str(flag))
+    leading = dataclasses.replace(floor([0.0] * 10), flag=str(flag))
+    rising = [0.1, 0.2, 0.3]
+    assert not leading.cuts(rising) and not flag.exists()  # on its own it goes on
+    assert trailing.cuts([0.1, 0.4, 0.3, 0.3, 0.3]) and flag.exists()
+    assert leading.cuts(rising) and not leading.below(rising)  # stopped by its sibling, not by the rule
+
+
+def test_a_pruned_trial_holds_under_its_cap_and_higher_ones_only():
+    row = {"trial": 0, "val_map_at_r": None, "values": {}, "pruned": True, "max_epochs": 100, "capped": False}
+    assert holds_under(row, 100) and holds_under(row, 400) and not holds_under(row, 50)
 
 
 def test_the_dip_and_climb_of_c2_loss_proxy_on_emoji_is_never_cut():
@@ -115,11 +133,7 @@ def simulated(values: dict, floors) -> TrialResult:
                 break
         curves.append(tuple(curve))
     return TrialResult(
-        float(np.mean([max(c) for c in curves])),
-        max(len(c) - 1 for c in curves),
-        False,
-        min(pruned, default=None),
-        tuple(curves),
+        float(np.mean([max(c) for c in curves])), max(len(c) - 1 for c in curves), False, bool(pruned), tuple(curves)
     )
 
 
@@ -129,7 +143,8 @@ def test_pruned_trials_count_among_the_trials_are_recorded_and_never_chosen(prun
     assert len(history) == 12 and [t["trial"] for t in history] == list(range(12))
     pruned = [t for t in history if t["val_map_at_r"] is None]
     assert pruned and all(t["trial"] >= 3 for t in pruned)  # nothing before min_trials completed
-    assert all(t["pruned_at"] in (4, 6, 8, 10, 12) and 0 < t["partial_val_map_at_r"] < 1 for t in pruned)
+    assert all(t["pruned"] and t["max_epochs"] == pruned_params.train.max_epochs for t in pruned)
+    assert all("pruned" not in t for t in history if t["val_map_at_r"] is not None)
     record = study_record({"inherited": {}}, study.study_name, history)
     assert record["pruned"] == len(pruned) and record["best_trial"] not in {t["trial"] for t in pruned}
     assert record["best_val_map_at_r"] == max(t["val_map_at_r"] for t in history if t["val_map_at_r"] is not None)
@@ -168,3 +183,38 @@ def test_a_floor_the_model_stays_above_changes_nothing_and_one_it_trails_prunes_
     # cut at epoch 2, or at 3 if it rose at 2: the same model and curve as the free one up to there
     assert len(high.fit.history) - 1 in (2, 3)
     assert pd.DataFrame(high.fit.history).equals(pd.DataFrame(free.fit.history[: len(high.fit.history)]))
+
+
+def test_a_study_through_the_training_loop_prunes_trials_and_keeps_their_siblings_short(tiny_dict, tiny_data, tmp_path):
+    """The tune stage's objective on the tiny data, a floor at the first trial's best: a later trial is pruned unless
+    it keeps up, and once a fold model is cut its sibling stops after its next epoch."""
+    manifest, features = tiny_data
+    (tmp_path / "features").mkdir()
+    features.save(tmp_path / "features" / "features.npz")
+    rule = {"rule": "percentile", "percentile": 99.0, "warmup": 1, "interval": 1, "window": 1, "min_trials": 1}
+    params = params_from_dict(
+        merge(
+            tiny_dict,
+            {
+                "tune": {"startup_trials": 2, "spaces": {"ms": SPACE}, "pruner": rule},
+                "train": {"max_epochs": 6, "patience": 6},
+            },
+        )
+    )
+    epochs = []
+    with Workers(1, 1) as workers:
+        objective = validation_objective(params, "ms", str(manifest.root), str(tmp_path / "features"), workers)
+
+        def counted(values, floors):
+            result = objective(values, floors)
+            epochs.append([len(c) - 1 for c in result.curves])
+            return result
+
+        history = completed_trials(run_study(params, "ms", counted, tmp_path / "s.journal", trials=3))
+    assert history[0]["val_map_at_r"] is not None and epochs[0] == [6, 6]  # nothing to compare with: it completes
+    assert any(t.get("pruned") for t in history[1:]), (history, epochs)
+    for trial, trained in zip(history[1:], epochs[1:]):
+        # pruned unless it beat the first trial at every epoch: then it completed all 6 epochs
+        assert trial.get("pruned") or trained == [6, 6], (trial, trained)
+        if trial.get("pruned"):  # the folds run one after the other here: once fold 0 is cut, fold 1 stops at once
+            assert min(trained) < 6 and (trained[0] == 6 or trained[1] == 1), trained

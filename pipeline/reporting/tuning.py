@@ -180,10 +180,9 @@ def history_figure(records: list[dict], startup_trials: int, path: Path) -> None
         values = 100 * np.array([t["val_map_at_r"] for t in done])
         trials = np.array([t["trial"] for t in done])
         ax.scatter(trials, values, s=12, color="tab:blue", label="trial")
-        if cut:
-            partial = 100 * np.array([t["partial_val_map_at_r"] for t in cut])
-            pruned = [t["trial"] for t in cut]
-            ax.scatter(pruned, partial, s=14, marker="x", color="grey", label="pruned (best by then)")
+        if cut:  # a pruned trial has no value: marked along the bottom
+            bottom = [values.min()] * len(cut)
+            ax.scatter([t["trial"] for t in cut], bottom, s=14, marker="x", color="grey", label="pruned")
         ax.step(trials, np.maximum.accumulate(values), where="post", color="tab:red", label="best so far")
         ax.axvline(min(startup_trials, len(r["history"])) - 0.5, color="grey", ls=":", lw=0.8)
         ax.set_title(r["run"], fontsize=10)

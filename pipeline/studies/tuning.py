@@ -21,8 +21,11 @@ new study in the same file instead of mixing trials of two settings; raising `tu
 
 Pruning (`tune.pruner`, off unless its rule is set). A trial's fold models may be stopped early when they trail the
 study's completed trials on their fold (pipeline/training/pruning.py: the best validation MAP@R so far against a
-percentile of theirs at the same epoch, never a model still climbing); such a trial is recorded as pruned, counts
-among `tune.trials` (every arm gets the same number of trials) and is never chosen. The completed trials keep their
+percentile of theirs at the same epoch, never a model still climbing); the first one cut stops its siblings (a file
+they share), and the trial is recorded as pruned, counts among `tune.trials` (every arm gets the same number of
+trials) and is never chosen. Whether a trial is pruned depends only on its folds' own curves; when its siblings
+stopped depends on the processes' pace, so nothing of that is recorded (no partial value: TPE ranks every pruned
+trial below the completed ones, alike). The completed trials keep their
 fold curves in the journal (the floors; benchmarks/bench_tune.py replays the rule on them); the rule is in the
 study's name when it is on.
 
@@ -36,9 +39,11 @@ the studies it cut).
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import json
 import logging
+import tempfile
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -131,13 +136,13 @@ def make_sampler(name: str, seed: int, startup_trials: int):
 @dataclass(frozen=True)
 class TrialResult:
     """What a trial measured: the mean best validation MAP@R over the folds, the most epochs a fold model trained,
-    whether a fold model stopped at the epoch cap, the epoch at which the first fold model was pruned (None: the
-    trial completed; its value is then only the mean best so far) and each fold's validation MAP@R per epoch."""
+    whether a fold model stopped at the epoch cap, whether the trial was pruned (its value is then only the mean
+    best so far, and its epochs depend on when its fold models stopped) and each fold's validation MAP@R per epoch."""
 
     value: float
     epochs_run: int
     capped: bool
-    pruned_at: int | None = None
+    pruned: bool = False
     curves: tuple[tuple[float, ...], ...] = ()
 
 
@@ -159,11 +164,13 @@ def pruning_floors(trials, rule, folds: list[int]) -> dict[int, Floor] | None:
 
 
 def holds_under(trial, cap: int) -> bool:
-    """A completed trial (an Optuna trial, or a row of `completed_trials`) measures the same under epoch cap `cap`
-    (module docstring)."""
+    """A finished trial (an Optuna trial, or a row of `completed_trials`) measures the same under epoch cap `cap`
+    (module docstring; a pruned trial was cut below the cap it ran at, so it is pruned alike under a higher one)."""
     attrs = trial if isinstance(trial, dict) else trial.user_attrs
     if "max_epochs" not in attrs:
         return False  # recorded before caps were: cannot tell
+    if trial.get("pruned", False) if isinstance(trial, dict) else trial.state.name == "PRUNED":
+        return cap >= attrs["max_epochs"]
     return attrs["max_epochs"] == cap or (not attrs["capped"] and attrs["epochs_run"] <= cap)
 
 
@@ -213,13 +220,12 @@ def run_study(
         result = objective(values, pruning_floors(completed, params.tune.pruner, params.experiment.folds))
         if not np.isfinite(result.value):
             raise RuntimeError(f"{run}: trial {done} gave validation MAP@R {result.value} at {values}")
-        for key, attr in (("max_epochs", cap), ("epochs_run", result.epochs_run), ("capped", result.capped)):
-            trial.set_user_attr(key, attr)
-        if result.pruned_at is not None:
-            trial.set_user_attr("pruned_at", result.pruned_at)
-            trial.report(result.value, result.pruned_at)  # TPE ranks a pruned trial by it, below the completed ones
+        trial.set_user_attr("max_epochs", cap)
+        trial.set_user_attr("capped", result.capped)
+        if result.pruned:  # nothing that depends on when its fold models stopped (module docstring)
             study.tell(trial, state=TrialState.PRUNED)
         else:
+            trial.set_user_attr("epochs_run", result.epochs_run)
             trial.set_user_attr("curves", [list(c) for c in result.curves])  # the later trials' floors
             study.tell(trial, result.value)
         if progress is not None:
@@ -228,16 +234,15 @@ def run_study(
 
 
 def completed_trials(study) -> list[dict]:
-    """The finished trials in the order they ran: number, value (None for a pruned trial, with the epoch it was
-    pruned at and its mean best validation MAP@R by then) and the values tried."""
+    """The finished trials in the order they ran: number, value (None for a pruned trial, marked pruned) and the
+    values tried."""
     from optuna.trial import TrialState
 
     out = []
     for i, t in enumerate(study.get_trials(deepcopy=False, states=(TrialState.COMPLETE, TrialState.PRUNED))):
         row = {"trial": i, "val_map_at_r": t.value, "values": dict(t.params)}
         if t.state == TrialState.PRUNED:
-            row.update(val_map_at_r=None, pruned_at=t.user_attrs["pruned_at"])
-            row["partial_val_map_at_r"] = t.intermediate_values[row["pruned_at"]]
+            row.update(val_map_at_r=None, pruned=True)
         row.update({k: t.user_attrs[k] for k in ("max_epochs", "epochs_run", "capped") if k in t.user_attrs})
         out.append(row)
     return out
@@ -306,25 +311,26 @@ def validation_objective(
 
     def objective(values: dict[str, float], floors: dict[int, Floor] | None = None) -> TrialResult:
         setup = run_setup(apply_values(params, values), run)
-        jobs = [
-            FoldJob(
-                setup,
-                fold,
-                data,
-                features,
-                seed=params.experiment.seeds[0],
-                test=False,
-                prune=None if floors is None else floors[fold],
-            )
-            for fold in params.experiment.folds
-        ]
-        outcomes = workers.run(run_fold_job, jobs, desc=f"{run} trial")
-        pruned = [len(o.history) - 1 for o in outcomes if o.stop_reason == "pruned"]
+        with tempfile.TemporaryDirectory(prefix="dml-trial-") as scratch:  # the fold models' shared pruned flag
+            flag = str(Path(scratch) / "pruned")
+            jobs = [
+                FoldJob(
+                    setup,
+                    fold,
+                    data,
+                    features,
+                    seed=params.experiment.seeds[0],
+                    test=False,
+                    prune=None if floors is None else dataclasses.replace(floors[fold], flag=flag),
+                )
+                for fold in params.experiment.folds
+            ]
+            outcomes = workers.run(run_fold_job, jobs, desc=f"{run} trial")
         return TrialResult(
             float(np.mean([o.best_val_map_at_r for o in outcomes])),
             max(len(o.history) - 1 for o in outcomes),
             any(o.stop_reason == "max_epochs" for o in outcomes),
-            min(pruned) if pruned else None,
+            any(o.stop_reason == "pruned" for o in outcomes),
             tuple(tuple(row["val_map_at_r"] for row in o.history) for o in outcomes),
         )
 

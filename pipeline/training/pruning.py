@@ -8,8 +8,10 @@ climber), or whose validation MAP@R rose over them (a climb back after a dip), g
 
 from __future__ import annotations
 
+import os
 from collections.abc import Sequence
 from dataclasses import dataclass
+from pathlib import Path
 
 import numpy as np
 
@@ -18,15 +20,27 @@ import numpy as np
 class Floor:
     """Cut a fold model at a checkpoint (epoch `warmup`, then every `interval` epochs) when its best validation
     MAP@R so far is below ``values[epoch]`` (the last value beyond the end) and it is not improving (module
-    docstring) over the last `window` epochs."""
+    docstring) over the last `window` epochs. With a `flag` file shared by a trial's fold models, the first one cut
+    creates it and the others stop after their next epoch: the trial is pruned, their values would not be used."""
 
     values: tuple[float, ...]  # per epoch 0, 1, ...: the floor the study's completed trials set on this fold
     warmup: int
     interval: int
     window: int
+    flag: str = ""
 
     def cuts(self, curve: Sequence[float]) -> bool:
         """Whether to stop the model whose validation MAP@R at epochs 0..e is `curve` after epoch e."""
+        if self.flag and os.path.exists(self.flag):
+            return True
+        if self.below(curve):
+            if self.flag:
+                Path(self.flag).touch()
+            return True
+        return False
+
+    def below(self, curve: Sequence[float]) -> bool:
+        """The rule itself, on this model's `curve` alone."""
         epoch = len(curve) - 1
         if epoch < self.warmup or (epoch - self.warmup) % self.interval:
             return False
