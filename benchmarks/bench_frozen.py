@@ -22,6 +22,7 @@ shape and count through a DataLoader, validation MAP@R with its ``AccuracyCalcul
     python benchmarks/bench_frozen.py --params P --features F --data D  # another default's features (emoji)
     python benchmarks/bench_frozen.py --stage ms      # the ms train stage's CPU beyond its fits (params.yaml)
     python benchmarks/bench_frozen.py --batched 8     # 8 heads as one computation: exact? how much faster?
+    python benchmarks/bench_frozen.py --torch-adam    # with torch's fused Adam instead of the exact C loop (before)
 """
 
 from __future__ import annotations
@@ -209,14 +210,14 @@ class _ClockProxy:
 
 def arithmetic_floor(params, in_dim: int, validation_rows: int, repeats: int = 50) -> dict:
     """The epoch's arithmetic without any framework: per step the head's matrix products forward and backward
-    (torch.addmm / mm on the batch) and Adam's fused update, and the validation fold through the head, all in the
+    (torch.addmm / mm on the batch) and the pipeline's Adam update, and the validation fold through the head, all in the
     process's (pinned) kernels; what no loop, loss or batching can go below."""
     t = params.train
     widths = [in_dim, t.head_hidden, t.embedding_dim] if t.head_hidden else [in_dim, t.embedding_dim]
     batch = t.classes_per_batch * t.images_per_class
     weights = [torch.nn.Parameter(0.1 * torch.randn(b, a)) for a, b in zip(widths, widths[1:])]
     biases = [torch.nn.Parameter(torch.zeros(b)) for b in widths[1:]]
-    adam = torch.optim.Adam([*weights, *biases], lr=t.lr, fused=True)
+    adam = training.make_adam([*weights, *biases], lr=t.lr)  # the pipeline's Adam (torch's with --torch-adam)
     x, val = torch.randn(batch, in_dim), torch.randn(validation_rows, in_dim)
     for p in adam.param_groups[0]["params"]:
         p.grad = torch.randn_like(p)
@@ -411,8 +412,11 @@ def main():
     parser.add_argument("--no-reference", dest="reference", action="store_false")
     parser.add_argument("--stage", metavar="RUN", help="instead: a train stage's CPU time beyond its models' fits")
     parser.add_argument("--batched", metavar="M", type=int, help="instead: M heads as one computation (exact?)")
+    parser.add_argument("--torch-adam", action="store_true", help="torch's fused Adam, not the exact C loop (before)")
     args = parser.parse_args()
     torch.set_num_threads(1)
+    if args.torch_adam:  # the optimiser before pipeline/training/exact_adam.py (the same bits, its own speed)
+        training.make_adam = lambda groups, **kwargs: torch.optim.Adam(groups, fused=True, **kwargs)
     if args.stage:
         return stage_overhead(args.params and str(args.params), args.stage, args.data, args.features)
     if args.params:
