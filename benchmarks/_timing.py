@@ -1,16 +1,37 @@
-"""Shared by the training benchmarks: load the prepared default, time a run and one function inside it."""
+"""Shared by the training benchmarks: their inputs' options and params, load the prepared default, time a run and one
+function inside it."""
 
 from __future__ import annotations
 
+import argparse
 import time
+from pathlib import Path
 
 import torch
+from omegaconf import OmegaConf
 
 from pipeline.config import load_params
 from pipeline.data.manifest import read_manifest
 from pipeline.models.features import FeatureCache
 from pipeline.training.experiment import train_fold
 from pipeline.training.runs import run_setup
+
+
+def input_arguments(parser: argparse.ArgumentParser) -> None:
+    """--params, --data, --features and --runs: a composed default's files and the runs to time."""
+    parser.add_argument("--params", type=Path, help="a composed params file (default: conf/ composed here)")
+    parser.add_argument("--data", default="data/prepared", help="the prepared data set's folder")
+    parser.add_argument("--features", default="data/features", help="the feature cache's folder")
+    parser.add_argument("--runs", nargs="+", default=["ms", "c2_ccp", "ms_profs"])
+
+
+def raw_params(path: Path | None) -> dict:
+    """The params file at `path` as a dict, or conf/ composed here (the default) when there is none."""
+    if path:
+        return OmegaConf.to_container(OmegaConf.load(path))
+    from pipeline.compose import composed
+
+    return composed([])
 
 
 def load_inputs(params_path: str):

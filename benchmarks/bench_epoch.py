@@ -32,7 +32,7 @@ from pathlib import Path
 
 import numpy as np
 import torch
-from omegaconf import OmegaConf
+from _timing import raw_params
 from torch.utils.data import DataLoader
 
 from pipeline.config import params_from_dict
@@ -159,12 +159,7 @@ def main():
     parser.add_argument("--epochs", type=int, default=4)
     parser.add_argument("--augment-on", choices=["device", "loader"], default="device", help="train.augment_on")
     args = parser.parse_args()
-    if args.params:
-        raw = OmegaConf.to_container(OmegaConf.load(args.params))
-    else:
-        from pipeline.compose import composed
-
-        raw = composed([])
+    raw = raw_params(args.params)
     params = params_from_dict(finetune_params(raw, args))
     device = choose_device(params.train.device, params.train.mode)
     clock = Clock(device)

@@ -38,7 +38,7 @@ from pathlib import Path
 
 import numpy as np
 import torch
-from omegaconf import OmegaConf
+from _timing import input_arguments, raw_params
 
 from pipeline.config import params_from_dict
 from pipeline.data.manifest import read_manifest
@@ -404,10 +404,7 @@ def batched_bound(params, in_dim: int, models: int, steps: int = 200) -> None:
 
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--params", type=Path, help="a composed params file (default: conf/ composed here)")
-    parser.add_argument("--features", default="data/features", help="the feature cache's folder")
-    parser.add_argument("--data", default="data/prepared", help="the prepared data set's folder")
-    parser.add_argument("--runs", nargs="+", default=["ms", "c2_ccp", "ms_profs"])
+    input_arguments(parser)
     parser.add_argument("--epochs", type=int, default=24)
     parser.add_argument("--no-reference", dest="reference", action="store_false")
     parser.add_argument("--stage", metavar="RUN", help="instead: a train stage's CPU time beyond its models' fits")
@@ -419,12 +416,7 @@ def main():
         training.make_adam = lambda groups, **kwargs: torch.optim.Adam(groups, fused=True, **kwargs)
     if args.stage:
         return stage_overhead(args.params and str(args.params), args.stage, args.data, args.features)
-    if args.params:
-        raw = OmegaConf.to_container(OmegaConf.load(args.params))
-    else:
-        from pipeline.compose import composed
-
-        raw = composed([])
+    raw = raw_params(args.params)
     params = params_from_dict(fixed_epochs(raw, args.epochs))
     manifest, features = read_manifest(args.data), load_features(args.features)
     if args.batched:

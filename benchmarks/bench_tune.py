@@ -30,7 +30,7 @@ import time
 from pathlib import Path
 
 import numpy as np
-from omegaconf import OmegaConf
+from _timing import input_arguments, raw_params
 
 from pipeline.config import params_from_dict
 from pipeline.infra.parallel import Workers
@@ -172,21 +172,13 @@ def screen_logs(reports: Path, rule) -> None:
 
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--params", type=Path, help="a composed params file (default: conf/ composed here)")
-    parser.add_argument("--data", default="data/prepared", help="the prepared data set's folder")
-    parser.add_argument("--features", default="data/features", help="the feature cache's folder")
-    parser.add_argument("--runs", nargs="+", default=["ms", "c2_ccp", "ms_profs"])
+    input_arguments(parser)
     parser.add_argument("--trials", type=int, default=20, help="trials to run per study")
     parser.add_argument("--study-trials", type=int, default=20, help="the study size the estimate is for")
     parser.add_argument("--pruners", nargs="+", default=["none", "percentile"], choices=["none", "percentile"])
     parser.add_argument("--screen-logs", type=Path, metavar="REPORTS", help="instead: screen a report's train logs")
     args = parser.parse_args()
-    if args.params:
-        raw = OmegaConf.to_container(OmegaConf.load(args.params))
-    else:
-        from pipeline.compose import composed
-
-        raw = composed([])
+    raw = raw_params(args.params)
     base = params_from_dict(raw)
     if args.screen_logs:
         return screen_logs(args.screen_logs, base.tune.pruner)
