@@ -45,6 +45,7 @@ from pipeline.data.manifest import read_manifest
 from pipeline.methods.objective import Objective
 from pipeline.models.embedder import Embedder
 from pipeline.training import loop as training
+from pipeline.training.exact_adam import ExactAdam
 from pipeline.training.experiment import load_features, train_fold
 from pipeline.training.runs import run_setup
 
@@ -129,8 +130,8 @@ def instrument(clock: Clock) -> None:
         for cls in _objective_classes():
             if name in vars(cls):
                 setattr(cls, name, timed(clock, "method hooks", vars(cls)[name]))
-    for cls in (torch.optim.Adam, torch.optim.SGD, torch.optim.RMSprop):
-        cls.step = timed(clock, "optimiser", cls.step)
+    for cls in (torch.optim.Adam, ExactAdam, torch.optim.SGD, torch.optim.RMSprop):
+        cls.step = timed(clock, "optimiser", vars(cls)["step"])
     draw = training.epoch_batches
     training.epoch_batches = lambda *args: _TimedBatches(draw(*args), clock)
 
