@@ -3,6 +3,9 @@ function inside it."""
 
 from __future__ import annotations
 
+import pipeline  # noqa: F401  (first: it pins the CPU numerics before numpy and torch load; some benchmarks import this first)
+
+# isort: split
 import argparse
 import time
 from pathlib import Path
