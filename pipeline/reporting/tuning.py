@@ -10,14 +10,10 @@ import pandas as pd
 
 from pipeline.config import Params, dotted, to_dict
 from pipeline.reporting.figures import plt, save
+from pipeline.studies.tuning import completed
 
 EDGE = 0.05  # a best value this close to a range's end (fraction of its width) is flagged: the optimum may lie beyond
 LATE = 0.2  # a study whose best trial is among its last 20 % of trials is flagged: its history had not flattened
-
-
-def completed(history: list[dict]) -> list[dict]:
-    """The trials of a study's history that were not pruned (pruned ones have no value: pipeline/studies/tuning.py)."""
-    return [t for t in history if t["val_map_at_r"] is not None]
 
 
 def _range(dim: dict) -> str:
