@@ -15,6 +15,7 @@ every trial and every fold model inside it. Per run and setting it prints:
     python benchmarks/bench_tune.py --params P --data D --features F --runs ms c2_ccp ms_profs --trials 20
     python benchmarks/bench_tune.py --pruners none percentile     # before and after (default: both)
     python benchmarks/bench_tune.py --screen-logs reports/emoji     # the rule on a finished run's train logs
+    python benchmarks/bench_tune.py --journals J --pruners none     # keep the studies; again: replay other settings
 """
 
 from __future__ import annotations
@@ -84,7 +85,7 @@ def bench_study(params, run: str, data: str, features: str, trials: int, journal
         "trials": len(history),
         "pruned": sum(t["val_map_at_r"] is None for t in history),
         "minutes": wall / 60,
-        "trial_s": np.array(times),
+        "trial_s": np.array(times or [0.0]),  # none when the journal held a finished study (--journals)
         "train": fold_seconds / (workers.count * wall),
         "idle": (workers.count * sum(times) - fold_seconds) / (workers.count * wall),
         "rest": (wall - sum(times)) / wall,
@@ -177,6 +178,12 @@ def main():
     parser.add_argument("--study-trials", type=int, default=20, help="the study size the estimate is for")
     parser.add_argument("--pruners", nargs="+", default=["none", "percentile"], choices=["none", "percentile"])
     parser.add_argument("--screen-logs", type=Path, metavar="REPORTS", help="instead: screen a report's train logs")
+    parser.add_argument(
+        "--journals",
+        type=Path,
+        help="keep the studies' journals here (default: a temporary folder); run again with the same folder, the "
+        "finished studies resume without training: `--pruners none` then replays the params' pruner settings on them",
+    )
     args = parser.parse_args()
     raw = raw_params(args.params)
     base = params_from_dict(raw)
@@ -190,11 +197,12 @@ def main():
     header += ["train %", "idle %", "rest %", "epochs", "ms/epoch", "best val"]
     rows, replays = [], []
     with tempfile.TemporaryDirectory() as scratch:
+        journals = args.journals or Path(scratch)
         for run in args.runs:
             for rule in args.pruners:
                 tune = dataclasses.replace(base.tune, pruner=dataclasses.replace(base.tune.pruner, rule=rule))
                 params = dataclasses.replace(base, tune=tune)
-                r = bench_study(params, run, args.data, args.features, args.trials, Path(scratch) / f"{run}-{rule}")
+                r = bench_study(params, run, args.data, args.features, args.trials, journals / f"{run}-{rule}")
                 rate = r["trials"] / r["minutes"]
                 rows.append(
                     [run, rule, r["trials"], r["pruned"], f"{r['minutes']:.2f}", f"{rate:.2f}"]

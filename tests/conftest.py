@@ -65,6 +65,11 @@ TINY_OVERRIDES = {
     },
 }
 
+# every stage's jobs in the stage's own process, no worker processes: for the end-to-end `dvc repro` tests, whose point
+# is not the workers (each worker imports torch again: about 10 s of CPU a stage). The stages' workers are tested in
+# tests/test_numerics.py (the train, embed, evaluate and LANML stages on two processes), test_parallel.py, test_tuning.py
+ONE_PROCESS = {"train": {"workers": 1}, "eval": {"workers": 1}, "lanml": {"workers": 1}}
+
 
 def merge(base: dict, overrides: dict) -> dict:
     out = copy.deepcopy(base)

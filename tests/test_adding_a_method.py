@@ -21,7 +21,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from tests.conftest import ROOT, TINY_OVERRIDES, write_params_like_dvc
+from tests.conftest import ONE_PROCESS, ROOT, TINY_OVERRIDES, merge, write_params_like_dvc
 from tests.test_pipeline_e2e import DVC, _fails, sh
 
 pytestmark = pytest.mark.slow
@@ -156,10 +156,10 @@ def copy(tmp_path_factory):
     for name in ("dvc.yaml", ".dvcignore", "pyproject.toml", "reports/emoji/claims.csv"):  # the last: the report's
         (repo / name).parent.mkdir(parents=True, exist_ok=True)  # companion table
         shutil.copy(ROOT / name, repo / name)
-    # one seed: the point is that the new runs train, not their spread
+    # one seed, no worker processes: the point is that the new runs train, not their spread or the workers
     write_params_like_dvc(
         repo / "conf" / "config.yaml",
-        {**TINY_OVERRIDES, "experiment": {**TINY_OVERRIDES["experiment"], "seeds": [0]}},
+        merge(TINY_OVERRIDES, {**ONE_PROCESS, "experiment": {"seeds": [0]}}),
         template=ROOT / "conf" / "config.yaml",
     )
     sh(["git", "init", "-q"], repo)

@@ -7,13 +7,12 @@ import subprocess
 import sys
 from pathlib import Path
 
-import pandas as pd
 import pytest
 import yaml
 
 from pipeline.orchestration import fanout
 from pipeline.reporting.names import label
-from tests.conftest import ROOT, TINY_OVERRIDES, write_params_like_dvc
+from tests.conftest import ONE_PROCESS, ROOT, TINY_OVERRIDES, merge, write_params_like_dvc
 
 pytestmark = pytest.mark.slow
 DVC = [sys.executable, "-m", "dvc"]
@@ -48,9 +47,9 @@ def stages_run(output: str) -> set[str]:
     return set(fanout.stages_run(output))
 
 
-@pytest.fixture(scope="module")
-def repo(tmp_path_factory):
-    repo = tmp_path_factory.mktemp("project")
+def tiny_project(repo: Path, overrides: dict | None = None) -> Path:
+    """The project's code and conf/ at the tiny values (and `overrides`), committed in a new git + DVC repository
+    `repo`."""
     for name in ("pipeline", "stages", "reference", "conf", "hydra_plugins"):
         shutil.copytree(ROOT / name, repo / name, ignore=shutil.ignore_patterns("__pycache__"))
     for name in ("dvc.yaml", ".dvcignore", "reports/emoji/claims.csv"):  # the last: the report's companion table
@@ -58,7 +57,9 @@ def repo(tmp_path_factory):
         shutil.copy(ROOT / name, repo / name)
     # the tiny config is the project's conf/ with the tiny values; params.yaml is composed from it, and every
     # `dvc exp run -S` below composes again (DVC's Hydra composition, as in the project)
-    write_params_like_dvc(repo / "conf" / "config.yaml", TINY_OVERRIDES, template=ROOT / "conf" / "config.yaml")
+    write_params_like_dvc(
+        repo / "conf" / "config.yaml", merge(TINY_OVERRIDES, overrides or {}), template=ROOT / "conf" / "config.yaml"
+    )
     sh([sys.executable, "-m", "pipeline.compose"], repo)
     sh(["git", "init", "-q"], repo)
     sh(["git", "config", "user.email", "test@example.com"], repo)
@@ -69,6 +70,11 @@ def repo(tmp_path_factory):
     sh(["git", "add", "-A"], repo)
     sh(["git", "commit", "-qm", "tiny project"], repo)
     return repo
+
+
+@pytest.fixture(scope="module")
+def repo(tmp_path_factory):
+    return tiny_project(tmp_path_factory.mktemp("project"), ONE_PROCESS)
 
 
 RUNS = ("ms", "proxy_anchor", "c2_loss_proxy", "c2_ccp", "ms_plain", "ms_profs_hncm")
@@ -113,13 +119,13 @@ def test_repro_builds_every_output(repo):
     # the console: one bar per batch of jobs, no line per epoch, no faiss loader noise; the epochs in the stage's log
     assert " epoch 3 loss " not in out and "AVX512" not in out and "log: " in out
     log = (repo / "data" / "logs" / "train-ms.log").read_text()
-    assert all(f"ms-{fold}: epoch 3 loss " in log for fold in (0, 1))  # from both worker processes
+    assert all(f"ms-{fold}: epoch 3 loss " in log for fold in (0, 1))  # workers log here too: test_numerics.py
     reports = repo / "reports"
     results = (reports / "results.md").read_text()
     assert "c2_ccp, fold 0, seed 0" in (reports / "ccp_subproblems.md").read_text()
     for method in RUNS:
         assert f"| {label(method)} | separated-8D |" in results and f"| {label(method)} | concatenated-16D |" in results
-        for fold, seed in ((0, 0), (1, 0), (0, 1), (1, 1)):  # folds x seeds trained in two worker processes
+        for fold, seed in ((0, 0), (1, 0), (0, 1), (1, 1)):  # folds x seeds
             assert (reports / "train_logs" / method / f"fold-{fold}-seed-{seed}.csv").read_text().startswith("epoch,")
     assert "pixels (raw grey intensities" in results
     for name in FIGURES:
@@ -295,33 +301,6 @@ def test_a_killed_stages_temporary_folder_changes_nothing(repo):
     assert stages_run(sh(DVC + ["repro"], repo)) == set()
 
 
-def _clone(repo, folder, remote):
-    sh(["git", "clone", "-q", str(repo), str(folder)], folder.parent)
-    sh(DVC + ["remote", "add", "--local", "-d", "shared", str(remote)], folder)
-    write_params_like_dvc(
-        folder / "params.yaml", {"baselines": {"ms": {"loss": {"alpha": 3.3}}}}, template=folder / "params.yaml"
-    )
-
-
-def test_the_run_cache_travels_through_a_remote(repo, tmp_path_factory):
-    """Two clones at the same commit and the same new value: A trains train@ms and pushes its run cache; B pulls
-    it and restores train@ms (and the stages before it) without training, and trains only proxy_anchor."""
-    root = tmp_path_factory.mktemp("machines")
-    remote = root / "remote"
-    remote.mkdir()
-    a, b = root / "a", root / "b"
-    for clone in (a, b):
-        _clone(repo, clone, remote)
-    ran_a = stages_run(sh(DVC + ["repro", "train@ms"], a))
-    assert ran_a == {"prepare", "embed", "tune", "train@ms"}
-    sh(DVC + ["push", "--run-cache"], a)
-    out = sh(DVC + ["repro", "--pull", "train@ms", "train@proxy_anchor"], b)  # pulls the run cache first
-    assert stages_run(out) == {"train@proxy_anchor"}  # prepare, embed, tune, train@ms: restored from A's runs
-    assert "Stage 'train@ms' is cached - skipping run" in out
-    for name in ("data/models/ms", "data/train_logs/ms"):
-        assert _tree(a / name) == _tree(b / name)
-
-
 def test_a_fan_out_over_two_local_jobs_assembles_the_plain_reports(repo, tmp_path_factory):
     """pipeline/orchestration/fanout.py with submitit's local executor, on a commit whose params changed since dvc.lock (as
     `dvc exp run -S baselines.ms.loss.alpha=3.0` changed the workspace above): one job for prepare / embed /
@@ -383,86 +362,3 @@ def test_queued_experiments_run_two_at_a_time(repo):
         assert "train@ms" in ran and not {"prepare", "embed", "train@proxy_anchor", "ablation@paper-ccp"} & ran, ran
     shown = sh(DVC + ["exp", "show", "--csv"], repo)
     assert "alpha-2.5" in shown and "alpha-3.5" in shown and "val_map_at_r" in shown
-
-
-def test_your_own_image_folder_trains_exports_and_the_command_line_searches_it(repo, tmp_path_factory):
-    """On a fresh machine (an empty HOME, no git identity), docs/your-data.md's commands in order, twice: a folder of
-    class folders made here, planned with `--dry -f`, trained with `dvc exp run -S dataset=folder -S data.source=...
-    -S scope=methods` (the runs, evaluate, pictures, export and nothing of the paper's), every run's best
-    model exported (data/export/<run>.pt2); then `dml embed` and `dml search` on new images of the same classes from
-    the command line, with nothing of the project's config: the model file alone."""
-    from tests.test_folder import make_folder
-
-    root = tmp_path_factory.mktemp("own")
-    home = root / "home"
-    home.mkdir()
-    images = make_folder(root / "images", classes=8, per_class=6)
-    new = make_folder(root / "new", classes=8, per_class=2, seed=1)
-    here = root / "project"
-    sh(["git", "clone", "-q", str(repo), str(here)], root)
-    shutil.copy(repo / "params.yaml", here / "params.yaml")
-    docs = (ROOT / "docs" / "your-data.md").read_text()
-    identity = [line.split("#")[0].strip() for line in docs.splitlines() if line.startswith("git config user.")]
-    assert len(identity) == 2  # the documented lines that give a fresh clone a git identity
-    for line in identity:
-        sh(["bash", "-c", line], here, home)
-    # scope=methods: the runs, evaluate, pictures and export, none of the paper's own stages (poc, lanml, ...)
-    options = [
-        "-S",
-        "dataset=folder",
-        "-S",
-        f"data.source={images}",
-        "-S",
-        "backbone.name=pixels",
-        "-S",
-        "scope=methods",
-    ]
-    ours = {"prepare", "embed", "tune", "evaluate", "pictures", "export"}
-    planned = stages_run(sh(DVC + ["exp", "run", "--dry", "-f", *options], here, home))  # before any output exists
-    assert planned == ours | {s for s in fanout.fanned_stages(here) if s.startswith("train")}, planned
-    assert not any("@paper" in s for s in planned)
-    for attempt in range(2):  # the second run stashes the first one's results: without an identity git refuses
-        ran = stages_run(sh(DVC + ["exp", "run", *options], here, home))
-        assert ran == (planned if attempt == 0 else set()), ran
-    exported = sorted(p.name for p in (here / "data" / "export").iterdir())
-    assert exported == sorted(f"{run}.pt2" for run in RUNS)
-    assert sorted(json.loads((here / "reports" / "headline_metrics.json").read_text())) == sorted(RUNS)
-    dml = Path(sys.executable).parent / "dml"
-    view = sh([str(dml), "experiments"], here, home).splitlines()  # the experiments' metrics without the report
-    assert {"ms", "c2_ccp"} <= {line.split()[0] for line in view[1:] if line.strip()}, view
-    out = sh([str(dml), "embed", str(here / "data/export/ms.pt2"), str(new), "--out", str(root / "new.npz")], root)
-    assert "new.npz: 16 embeddings of 128 dimensions (ms, fold-" in out  # conf/dataset/folder.yaml: 128-D
-    out = sh(
-        [
-            str(dml),
-            "search",
-            str(here / "data/export/ms.pt2"),
-            "--gallery",
-            str(images),
-            "--queries",
-            str(root / "new.npz"),
-            "-k",
-            "3",
-            "--out",
-            str(root / "search.csv"),
-            "--picture",
-            str(root / "search.png"),
-        ],
-        root,
-    )
-    table = pd.read_csv(root / "search.csv")
-    assert len(table) == 16 * 3 and table["rank"].tolist()[:3] == [1, 2, 3]
-    first = table[table["rank"] == 1]
-    assert first.same_folder.mean() >= 0.75, first  # new images of a class find their class
-    assert f"{int(first.same_folder.sum())} of 16 first matches in a folder of the query's name" in out
-    assert (root / "search.png").stat().st_size > 10_000
-    assert f"{root / 'search.png'}: 8 queries, the {16 - int(first.same_folder.sum())} misses first; " in out
-    missing = subprocess.run(
-        [str(dml), "embed", str(here / "nothing.pt2"), str(new), "--out", "x.npz"],
-        capture_output=True,
-        text=True,
-        cwd=root,
-    )
-    assert missing.returncode == 2 and missing.stderr.strip().endswith(
-        "nothing.pt2: no exported model (the export stage writes data/export/<run>.pt2)"
-    )

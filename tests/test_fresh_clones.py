@@ -1,0 +1,131 @@
+"""End to end on fresh clones of the tiny project (tests/test_pipeline_e2e.py) that nothing has run in yet: the run
+cache shared between two machines, and a user's own image folder on a fresh machine. Their own module, so that
+`pytest -n 2` runs them beside the trained project's tests instead of after them."""
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from pipeline.orchestration import fanout
+from tests.conftest import ONE_PROCESS, ROOT, write_params_like_dvc
+from tests.test_pipeline_e2e import DVC, RUNS, _tree, sh, stages_run, tiny_project
+
+pytestmark = pytest.mark.slow
+
+
+@pytest.fixture(scope="module")
+def repo(tmp_path_factory):
+    return tiny_project(tmp_path_factory.mktemp("project"), ONE_PROCESS)
+
+
+def _clone(repo, folder, remote):
+    sh(["git", "clone", "-q", str(repo), str(folder)], folder.parent)
+    sh(DVC + ["remote", "add", "--local", "-d", "shared", str(remote)], folder)
+    write_params_like_dvc(
+        folder / "params.yaml", {"baselines": {"ms": {"loss": {"alpha": 3.3}}}}, template=folder / "params.yaml"
+    )
+
+
+def test_the_run_cache_travels_through_a_remote(repo, tmp_path_factory):
+    """Two clones at the same commit and the same new value: A trains train@ms and pushes its run cache; B pulls
+    it and restores train@ms (and the stages before it) without training, and trains only proxy_anchor."""
+    root = tmp_path_factory.mktemp("machines")
+    remote = root / "remote"
+    remote.mkdir()
+    a, b = root / "a", root / "b"
+    for clone in (a, b):
+        _clone(repo, clone, remote)
+    ran_a = stages_run(sh(DVC + ["repro", "train@ms"], a))
+    assert ran_a == {"prepare", "embed", "tune", "train@ms"}
+    sh(DVC + ["push", "--run-cache"], a)
+    out = sh(DVC + ["repro", "--pull", "train@ms", "train@proxy_anchor"], b)  # pulls the run cache first
+    assert stages_run(out) == {"train@proxy_anchor"}  # prepare, embed, tune, train@ms: restored from A's runs
+    assert "Stage 'train@ms' is cached - skipping run" in out
+    for name in ("data/models/ms", "data/train_logs/ms"):
+        assert _tree(a / name) == _tree(b / name)
+
+
+def test_your_own_image_folder_trains_exports_and_the_command_line_searches_it(repo, tmp_path_factory):
+    """On a fresh machine (an empty HOME, no git identity), docs/your-data.md's commands in order, twice: a folder of
+    class folders made here, planned with `--dry -f`, trained with `dvc exp run -S dataset=folder -S data.source=...
+    -S scope=methods` (the runs, evaluate, pictures, export and nothing of the paper's), every run's best
+    model exported (data/export/<run>.pt2); then `dml embed` and `dml search` on new images of the same classes from
+    the command line, with nothing of the project's config: the model file alone."""
+    from tests.test_folder import make_folder
+
+    root = tmp_path_factory.mktemp("own")
+    home = root / "home"
+    home.mkdir()
+    images = make_folder(root / "images", classes=8, per_class=6)
+    new = make_folder(root / "new", classes=8, per_class=2, seed=1)
+    here = root / "project"
+    sh(["git", "clone", "-q", str(repo), str(here)], root)
+    docs = (ROOT / "docs" / "your-data.md").read_text()
+    identity = [line.split("#")[0].strip() for line in docs.splitlines() if line.startswith("git config user.")]
+    assert len(identity) == 2  # the documented lines that give a fresh clone a git identity
+    for line in identity:
+        sh(["bash", "-c", line], here, home)
+    # scope=methods: the runs, evaluate, pictures and export, none of the paper's own stages (poc, lanml, ...)
+    options = [
+        "-S",
+        "dataset=folder",
+        "-S",
+        f"data.source={images}",
+        "-S",
+        "backbone.name=pixels",
+        "-S",
+        "scope=methods",
+    ]
+    ours = {"prepare", "embed", "tune", "evaluate", "pictures", "export"}
+    planned = stages_run(sh(DVC + ["exp", "run", "--dry", "-f", *options], here, home))  # before any output exists
+    assert planned == ours | {s for s in fanout.fanned_stages(here) if s.startswith("train")}, planned
+    assert not any("@paper" in s for s in planned)
+    for attempt in range(2):  # the second run stashes the first one's results: without an identity git refuses
+        ran = stages_run(sh(DVC + ["exp", "run", *options], here, home))
+        assert ran == (planned if attempt == 0 else set()), ran
+    exported = sorted(p.name for p in (here / "data" / "export").iterdir())
+    assert exported == sorted(f"{run}.pt2" for run in RUNS)
+    assert sorted(json.loads((here / "reports" / "headline_metrics.json").read_text())) == sorted(RUNS)
+    dml = Path(sys.executable).parent / "dml"
+    view = sh([str(dml), "experiments"], here, home).splitlines()  # the experiments' metrics without the report
+    assert {"ms", "c2_ccp"} <= {line.split()[0] for line in view[1:] if line.strip()}, view
+    out = sh([str(dml), "embed", str(here / "data/export/ms.pt2"), str(new), "--out", str(root / "new.npz")], root)
+    assert "new.npz: 16 embeddings of 128 dimensions (ms, fold-" in out  # conf/dataset/folder.yaml: 128-D
+    out = sh(
+        [
+            str(dml),
+            "search",
+            str(here / "data/export/ms.pt2"),
+            "--gallery",
+            str(images),
+            "--queries",
+            str(root / "new.npz"),
+            "-k",
+            "3",
+            "--out",
+            str(root / "search.csv"),
+            "--picture",
+            str(root / "search.png"),
+        ],
+        root,
+    )
+    table = pd.read_csv(root / "search.csv")
+    assert len(table) == 16 * 3 and table["rank"].tolist()[:3] == [1, 2, 3]
+    first = table[table["rank"] == 1]
+    assert first.same_folder.mean() >= 0.75, first  # new images of a class find their class
+    assert f"{int(first.same_folder.sum())} of 16 first matches in a folder of the query's name" in out
+    assert (root / "search.png").stat().st_size > 10_000
+    assert f"{root / 'search.png'}: 8 queries, the {16 - int(first.same_folder.sum())} misses first; " in out
+    missing = subprocess.run(
+        [str(dml), "embed", str(here / "nothing.pt2"), str(new), "--out", "x.npz"],
+        capture_output=True,
+        text=True,
+        cwd=root,
+    )
+    assert missing.returncode == 2 and missing.stderr.strip().endswith(
+        "nothing.pt2: no exported model (the export stage writes data/export/<run>.pt2)"
+    )
