@@ -15,7 +15,13 @@ ROOT = Path(__file__).resolve().parents[1]
 # A configuration small enough for CPU tests: 16 classes (8 train / 8 test), 2 folds, short training.
 # the longest modules (end-to-end `dvc repro` runs) first: under `-n 2 --dist loadfile` (README, pyproject.toml) the two
 # workers start the two longest at once and the short modules fill in behind them, instead of one long tail
-LONGEST_FIRST = ("test_pipeline_e2e.py", "test_adding_a_method.py", "test_numerics.py")
+LONGEST_FIRST = (
+    "test_pipeline_e2e.py",
+    "test_adding_a_method.py",
+    "test_fresh_clones.py",
+    "test_numerics.py",
+    "test_stages.py",
+)
 
 
 def pytest_collection_modifyitems(items):

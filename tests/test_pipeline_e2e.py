@@ -257,50 +257,6 @@ def _fails(cmd, cwd):
     return done.stderr
 
 
-def test_a_failed_stage_loses_nothing(repo):
-    """A misspelled key after a successful run, and evaluate with a model missing: DVC removes the failing
-    stage's outputs before its command runs, so they are cached ones (`dvc checkout` brings them back) and
-    nothing under reports/ is touched."""
-    reports, lock, params = _tree(repo / "reports"), (repo / "dvc.lock").read_text(), (repo / "params.yaml").read_text()
-    at = params.index("      alpha:", params.index("\n  ms:", params.index("\nbaselines:")))  # baselines.ms.loss
-    misspelled = params[:at] + "      alpah:" + params[at + len("      alpha:") :]
-    (repo / "params.yaml").write_text(misspelled)
-    err = _fails(DVC + ["repro", "-s", "tune"], repo)  # the stage that reads every run's section
-    assert "alpah" in err
-    assert not (repo / "data" / "tuned").exists()  # what DVC removed ...
-    (repo / "params.yaml").write_text(params)
-    sh(DVC + ["checkout"], repo)  # ... comes back from the cache
-    assert "up to date" in sh(DVC + ["status"], repo).lower()
-    shutil.rmtree(repo / "data" / "models" / "ms")
-    err = _fails(DVC + ["repro", "-s", "evaluate"], repo)
-    assert "test embeddings not found (run the train stage of ms)" in err
-    sh(DVC + ["checkout"], repo)
-    assert "up to date" in sh(DVC + ["status"], repo).lower()
-    assert _tree(repo / "reports") == reports and (repo / "dvc.lock").read_text() == lock
-    # a failed experiment: params.yaml rewritten by -S, the stage's outputs removed; the printed command restores
-    sh(["git", "stash", "-q"], repo)  # the workspace at its last commit (the experiments above left theirs applied)
-    committed = _tree(repo / "reports"), (repo / "params.yaml").read_text(), (repo / "dvc.lock").read_text()
-    err = _fails(DVC + ["exp", "run", "-S", "train.lr=-1", "train@ms"], repo)
-    assert "train.lr" in err and (repo / "params.yaml").read_text() != committed[1]
-    restore = next(line.split(": ", 1)[1] for line in err.splitlines() if line.startswith("the workspace as its last"))
-    sh(["bash", "-c", restore], repo)
-    assert (_tree(repo / "reports"), (repo / "params.yaml").read_text(), (repo / "dvc.lock").read_text()) == committed
-    assert "up to date" in sh(DVC + ["status"], repo).lower()
-    sh(["git", "stash", "pop", "-q"], repo)  # the workspace as the tests before left it
-    sh(DVC + ["checkout"], repo)
-    assert "up to date" in sh(DVC + ["status"], repo).lower()
-
-
-def test_a_killed_stages_temporary_folder_changes_nothing(repo):
-    """What a SIGKILLed stage leaves (its atomic_path folder; its workers die with it: tests/test_parallel.py)
-    is ignored by DVC's hashing (.dvcignore), so no stage reruns."""
-    leftover = repo / "data" / "models" / ".ms.k1ll3d.tmp" / "ms" / "fold-0-seed-0"
-    leftover.mkdir(parents=True)
-    (leftover / "model.pt").write_bytes(b"half written")
-    assert "up to date" in sh(DVC + ["status"], repo).lower()
-    assert stages_run(sh(DVC + ["repro"], repo)) == set()
-
-
 def test_a_fan_out_over_two_local_jobs_assembles_the_plain_reports(repo, tmp_path_factory):
     """pipeline/orchestration/fanout.py with submitit's local executor, on a commit whose params changed since dvc.lock (as
     `dvc exp run -S baselines.ms.loss.alpha=3.0` changed the workspace above): one job for prepare / embed /
@@ -362,3 +318,47 @@ def test_queued_experiments_run_two_at_a_time(repo):
         assert "train@ms" in ran and not {"prepare", "embed", "train@proxy_anchor", "ablation@paper-ccp"} & ran, ran
     shown = sh(DVC + ["exp", "show", "--csv"], repo)
     assert "alpha-2.5" in shown and "alpha-3.5" in shown and "val_map_at_r" in shown
+
+
+def test_a_failed_stage_loses_nothing(repo):
+    """A misspelled key after a successful run, and evaluate with a model missing: DVC removes the failing
+    stage's outputs before its command runs, so they are cached ones (`dvc checkout` brings them back) and
+    nothing under reports/ is touched."""
+    reports, lock, params = _tree(repo / "reports"), (repo / "dvc.lock").read_text(), (repo / "params.yaml").read_text()
+    at = params.index("      alpha:", params.index("\n  ms:", params.index("\nbaselines:")))  # baselines.ms.loss
+    misspelled = params[:at] + "      alpah:" + params[at + len("      alpha:") :]
+    (repo / "params.yaml").write_text(misspelled)
+    err = _fails(DVC + ["repro", "-s", "tune"], repo)  # the stage that reads every run's section
+    assert "alpah" in err
+    assert not (repo / "data" / "tuned").exists()  # what DVC removed ...
+    (repo / "params.yaml").write_text(params)
+    sh(DVC + ["checkout"], repo)  # ... comes back from the cache
+    assert "up to date" in sh(DVC + ["status"], repo).lower()
+    shutil.rmtree(repo / "data" / "models" / "ms")
+    err = _fails(DVC + ["repro", "-s", "evaluate"], repo)
+    assert "test embeddings not found (run the train stage of ms)" in err
+    sh(DVC + ["checkout"], repo)
+    assert "up to date" in sh(DVC + ["status"], repo).lower()
+    assert _tree(repo / "reports") == reports and (repo / "dvc.lock").read_text() == lock
+    # a failed experiment: params.yaml rewritten by -S, the stage's outputs removed; the printed command restores
+    sh(["git", "stash", "-q"], repo)  # the workspace at its last commit (the experiments above left theirs applied)
+    committed = _tree(repo / "reports"), (repo / "params.yaml").read_text(), (repo / "dvc.lock").read_text()
+    err = _fails(DVC + ["exp", "run", "-S", "train.lr=-1", "train@ms"], repo)
+    assert "train.lr" in err and (repo / "params.yaml").read_text() != committed[1]
+    restore = next(line.split(": ", 1)[1] for line in err.splitlines() if line.startswith("the workspace as its last"))
+    sh(["bash", "-c", restore], repo)
+    assert (_tree(repo / "reports"), (repo / "params.yaml").read_text(), (repo / "dvc.lock").read_text()) == committed
+    assert "up to date" in sh(DVC + ["status"], repo).lower()
+    sh(["git", "stash", "pop", "-q"], repo)  # the workspace as the tests before left it
+    sh(DVC + ["checkout"], repo)
+    assert "up to date" in sh(DVC + ["status"], repo).lower()
+
+
+def test_a_killed_stages_temporary_folder_changes_nothing(repo):
+    """What a SIGKILLed stage leaves (its atomic_path folder; its workers die with it: tests/test_parallel.py)
+    is ignored by DVC's hashing (.dvcignore), so no stage reruns."""
+    leftover = repo / "data" / "models" / ".ms.k1ll3d.tmp" / "ms" / "fold-0-seed-0"
+    leftover.mkdir(parents=True)
+    (leftover / "model.pt").write_bytes(b"half written")
+    assert "up to date" in sh(DVC + ["status"], repo).lower()
+    assert stages_run(sh(DVC + ["repro"], repo)) == set()
