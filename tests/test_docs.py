@@ -1,5 +1,7 @@
 """Words no stronger than the numbers: the verdicts docs/results.md states are the committed claims table's."""
 
+import re
+
 import pandas as pd
 
 from tests.conftest import ROOT
@@ -32,8 +34,6 @@ def test_docs_state_the_committed_verdicts():
 def test_every_test_the_docs_name_exists():
     """A `tests/<module>.py::<test>` in the docs, README or CHANGELOG names a test that is there (a renamed or
     moved test must not leave the docs pointing at nothing)."""
-    import re
-
     texts = [ROOT / "README.md", ROOT / "CHANGELOG.md", *(ROOT / "docs").glob("*.md")]
     named = {m for path in texts for m in re.findall(r"tests/(test_\w+\.py)::(\w+)", path.read_text())}
     assert named  # the docs do name tests: the pattern still finds them

@@ -11,7 +11,7 @@ import pandas as pd
 import pytest
 
 from pipeline.orchestration import fanout
-from tests.conftest import ONE_PROCESS, ROOT, write_params_like_dvc
+from tests.conftest import ROOT, write_params_like_dvc
 from tests.test_pipeline_e2e import DVC, RUNS, _tree, sh, stages_run, tiny_project
 
 pytestmark = pytest.mark.slow
@@ -19,7 +19,7 @@ pytestmark = pytest.mark.slow
 
 @pytest.fixture(scope="module")
 def repo(tmp_path_factory):
-    return tiny_project(tmp_path_factory.mktemp("project"), ONE_PROCESS)
+    return tiny_project(tmp_path_factory.mktemp("project"))
 
 
 def _clone(repo, folder, remote):

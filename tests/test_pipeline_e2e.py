@@ -47,9 +47,9 @@ def stages_run(output: str) -> set[str]:
     return set(fanout.stages_run(output))
 
 
-def tiny_project(repo: Path, overrides: dict | None = None) -> Path:
-    """The project's code and conf/ at the tiny values (and `overrides`), committed in a new git + DVC repository
-    `repo`."""
+def tiny_project(repo: Path) -> Path:
+    """The project's code and conf/ at the tiny values, each stage in one process (ONE_PROCESS), committed in a new
+    git + DVC repository `repo`."""
     for name in ("pipeline", "stages", "reference", "conf", "hydra_plugins"):
         shutil.copytree(ROOT / name, repo / name, ignore=shutil.ignore_patterns("__pycache__"))
     for name in ("dvc.yaml", ".dvcignore", "reports/emoji/claims.csv"):  # the last: the report's companion table
@@ -58,7 +58,7 @@ def tiny_project(repo: Path, overrides: dict | None = None) -> Path:
     # the tiny config is the project's conf/ with the tiny values; params.yaml is composed from it, and every
     # `dvc exp run -S` below composes again (DVC's Hydra composition, as in the project)
     write_params_like_dvc(
-        repo / "conf" / "config.yaml", merge(TINY_OVERRIDES, overrides or {}), template=ROOT / "conf" / "config.yaml"
+        repo / "conf" / "config.yaml", merge(TINY_OVERRIDES, ONE_PROCESS), template=ROOT / "conf" / "config.yaml"
     )
     sh([sys.executable, "-m", "pipeline.compose"], repo)
     sh(["git", "init", "-q"], repo)
@@ -74,7 +74,7 @@ def tiny_project(repo: Path, overrides: dict | None = None) -> Path:
 
 @pytest.fixture(scope="module")
 def repo(tmp_path_factory):
-    return tiny_project(tmp_path_factory.mktemp("project"), ONE_PROCESS)
+    return tiny_project(tmp_path_factory.mktemp("project"))
 
 
 RUNS = ("ms", "proxy_anchor", "c2_loss_proxy", "c2_ccp", "ms_plain", "ms_profs_hncm")
