@@ -85,14 +85,14 @@ def embedded(model, about: dict, items: list[str]) -> tuple[list[Path], list[str
 
 
 def cmd_embed(args) -> None:
-    from pipeline.infra.io import atomic_path
+    from pipeline.infra.io import atomic_path, write_npz
     from pipeline.models.export import load_model
 
     model, about = load_model(args.model)
     files, classes = image_files(args.images)
     embeddings = embed_images(model, about, files, args.batch)
-    with atomic_path(args.out) as tmp, open(tmp, "wb") as fh:
-        np.savez(fh, embeddings=embeddings, paths=np.array([str(f) for f in files]), classes=np.array(classes))
+    with atomic_path(args.out) as tmp:
+        write_npz(tmp, embeddings=embeddings, paths=np.array([str(f) for f in files]), classes=np.array(classes))
     print(f"{args.out}: {len(files)} embeddings of {embeddings.shape[1]} dimensions ({about['run']}, {about['model']})")
 
 

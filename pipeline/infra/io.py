@@ -1,9 +1,11 @@
-"""Atomic writes: outputs appear complete under their final name or not at all; and reading the arrays
-back with one clear error when a file is not what a stage wrote (truncated, corrupt, another format)."""
+"""Atomic writes: outputs appear complete under their final name or not at all; .npz files whose bytes depend only on
+their arrays; and reading the arrays back with one clear error when a file is not what a stage wrote (truncated,
+corrupt, another format)."""
 
 from __future__ import annotations
 
 import contextlib
+import io
 import json
 import os
 import shutil
@@ -69,6 +71,21 @@ def read_json(path: str | Path) -> Any:
 
 class CorruptFileError(PipelineError):
     """A file an earlier stage wrote cannot be read back."""
+
+
+def write_npz(path: str | Path, **arrays: np.ndarray) -> None:
+    """`np.savez(path, **arrays)` with bytes that depend only on the arrays. np.savez forces zip64 headers, which
+    Python's zipfile writes differently between patch releases (3.11.2 and 3.11.7 give other bytes for the same
+    arrays, so another dvc.lock hash and a missed run cache); here each member is stored with its size known before
+    it is written (`writestr`), at a fixed date and as written on Unix, so no such choice is left to the release. The
+    file loads with `np.load` / `read_npz` as before. (A member over about 2 GB would still need zip64.)"""
+    with zipfile.ZipFile(path, "w", zipfile.ZIP_STORED) as archive:
+        for name, array in arrays.items():
+            member = io.BytesIO()
+            np.lib.format.write_array(member, np.asanyarray(array), allow_pickle=False)
+            info = zipfile.ZipInfo(f"{name}.npy", date_time=(1980, 1, 1, 0, 0, 0))
+            info.create_system = 3  # Unix, on every platform
+            archive.writestr(info, member.getvalue())
 
 
 def read_npz(path: str | Path, required: tuple[str, ...], hint: str) -> dict[str, np.ndarray]:

@@ -16,7 +16,7 @@ from pipeline.config import BackboneConfig
 from pipeline.data.images import ManifestImages
 from pipeline.data.manifest import Manifest
 from pipeline.infra.console import in_worker
-from pipeline.infra.io import read_npz
+from pipeline.infra.io import read_npz, write_npz
 from pipeline.models.backbones import build_backbone
 from pipeline.models.transforms import eval_transform
 
@@ -33,8 +33,7 @@ class FeatureCache:
     fold: np.ndarray  # (N,) int64
 
     def save(self, path: Path) -> None:
-        with open(path, "wb") as fh:
-            np.savez(fh, features=self.features, labels=self.labels, split=self.split, fold=self.fold)
+        write_npz(path, features=self.features, labels=self.labels, split=self.split, fold=self.fold)
 
     @classmethod
     def load(cls, path: str | Path) -> FeatureCache:

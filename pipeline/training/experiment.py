@@ -16,7 +16,7 @@ from pipeline.data.images import ManifestImages
 from pipeline.data.manifest import Manifest, read_manifest
 from pipeline.data.pixels import PixelStore
 from pipeline.infra.download import download_folder
-from pipeline.infra.io import write_json
+from pipeline.infra.io import write_json, write_npz
 from pipeline.infra.runtime import choose_device, derive_seed, seed_everything
 from pipeline.methods import build_objective
 from pipeline.models.backbones import build_backbone
@@ -174,8 +174,12 @@ def train_and_save(job: FoldJob) -> FoldOutcome:
         out = Path(job.out)
         out.mkdir()  # not parents=True: a stage's temporary folder that was cleaned up must stay gone
         torch.save(result.model.state_dict(), out / "model.pt")
-        with open(out / "test_embeddings.npz", "wb") as fh:
-            np.savez(fh, embeddings=result.test_embeddings, labels=result.test_labels, query=result.test_query)
+        write_npz(
+            out / "test_embeddings.npz",
+            embeddings=result.test_embeddings,
+            labels=result.test_labels,
+            query=result.test_query,
+        )
         write_json(
             out / "summary.json",
             {
