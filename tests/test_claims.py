@@ -328,3 +328,89 @@ def test_compared_runs_tuned_by_a_study_still_improving_are_named_with_the_study
     assert note.startswith("\n**Runs tuned by a study still improving at its last trials**")
     assert note.endswith("[tuning.md](tuning.md)): `b` (`a_study`).\n") and "`z`" not in note
     assert flagged_runs_note(table, {"z": ["z"]}, STILL_IMPROVING) == ""
+
+
+def study(run: str, trials: int, values: dict, best_trial: int = 0, inherits: str | None = None) -> dict:
+    """A tuning record (reports/tuning/<run>.json) whose keys were searched on [0, 10] (inherited: not searched);
+    trial t scored 0.1 + t / 1000, except the best one at 0.5."""
+    inherited = values if inherits else {}
+    space = {} if inherits else {k: {"low": 0.0, "high": 10.0, "log": False, "integer": False} for k in values}
+    history = [{"trial": t, "val_map_at_r": 0.5 if t == best_trial else 0.1 + t / 1000} for t in range(trials)]
+    return {
+        "run": run,
+        "trials": trials,
+        "values": values,
+        "space": space,
+        "inherited": inherited,
+        "inherits": inherits,
+        "history": history,
+        "best_trial": best_trial if trials else None,
+        "best_val_map_at_r": 0.5 if trials else None,
+    }
+
+
+def test_a_claim_is_untuned_unless_both_arms_ran_studies_of_their_own_with_the_same_trials():
+    from pipeline.reporting.tuning import claim_tuning
+
+    a, b = study("a", 20, {"x": 5.0}, best_trial=3), study("b", 20, {"y": 4.0}, best_trial=10)
+    assert claim_tuning({"a": a, "b": b}, "a", "b") == ("", "")
+    assert claim_tuning({"a": a, "b": study("b", 0, {})}, "a", "b") == (
+        "untuned",
+        "b: no study (trained at params.yaml's values)",
+    )
+    assert claim_tuning({"a": a, "b": study("b", 0, {"x": 5.0}, inherits="a")}, "a", "b") == (
+        "untuned",
+        "b: x from a's study, no study of its own",
+    )
+    assert claim_tuning({"a": a, "b": study("b", 10, {"y": 4.0}, best_trial=3)}, "a", "b") == (
+        "untuned",
+        "a: 20 trials, b: 10",
+    )
+    assert claim_tuning({"b": b}, "a", "b") == ("untuned", "a: no tuning record")
+
+
+def test_a_search_at_a_range_end_or_still_improving_leaves_the_tuning_unfinished():
+    from pipeline.reporting.tuning import claim_tuning
+
+    a = study("a", 20, {"x": 5.0}, best_trial=3)
+    at_end = study("b", 20, {"y": 9.6}, best_trial=3)  # within 5% of 10
+    late = study("b", 20, {"y": 4.0}, best_trial=16)  # among the last 20% (trials 16-19)
+    assert claim_tuning({"a": a, "b": at_end}, "a", "b") == ("tuning unfinished", "b: y at its high end")
+    assert claim_tuning({"a": a, "b": late}, "a", "b") == ("tuning unfinished", "b: best at trial 16 of 20")
+    assert claim_tuning({"a": a, "b": study("b", 20, {"y": 4.0}, best_trial=15)}, "a", "b") == ("", "")
+
+
+def test_the_tuning_rule_replaces_verdicts_and_leaves_them_out_of_holm():
+    """Two reproduced claims (each alone p < 0.05); b's arm is untuned, so its claim reads untuned, has no p, and
+    Holm's family is c's claim alone (its adjusted p is its own)."""
+    metrics = {
+        "a": run_metrics([0.5] * 8),
+        "b": fold_means_metrics([1.0, 1.0, 1.6, 0.4])["b"],
+        "c": fold_means_metrics([1.0, 1.0, 1.5, 0.5])["b"],
+    }
+    claims = [Claim("b beats a", "s", "a", "b"), Claim("c beats a", "s", "a", "c")]
+    records = {"a": study("a", 20, {"x": 5.0}), "b": study("b", 0, {}), "c": study("c", 20, {"y": 1.0})}
+    table = claims_table(claims, metrics, {}, tuning=records)
+    assert table.verdict.tolist() == ["untuned", "reproduced"] and np.isnan(table.p.iloc[0])
+    assert table.p_holm.iloc[1] == pytest.approx(table.p.iloc[1]) and np.isnan(table.p_holm.iloc[0])
+    assert table.verdict_holm.tolist() == ["untuned", "reproduced"]
+    assert "| untuned: b: no study (trained at params.yaml's values) |" in claims_markdown(table, 2)
+    assert claims_table(claims, metrics, {}).verdict.tolist() == ["reproduced", "reproduced"]  # the numbers say so
+
+
+def test_the_proof_of_concept_is_a_holm_family_of_its_own():
+    """A claim on the runs and the 2-D one, both tested: each is a family of one, so Holm leaves each p as it is
+    (one family of two would double the smaller)."""
+    poc = {
+        "ccp": {"seeds": {f"seed_{s}": {"test_map_at_r": 0.90} for s in range(4)}},
+        "sample_ccp": {"seeds": {f"seed_{s}": {"test_map_at_r": 0.95 + s / 1000} for s in range(4)}},
+    }
+    runs_claim = Claim("b beats a", "s", "a", "b")
+    poc_claim = next(c for c in paper_claims(params_with()) if c.where == "poc")
+    table = claims_table([runs_claim, poc_claim], fold_means_metrics([1.0, 1.1, 0.9, 1.0]), poc)
+    assert table.verdict.tolist() == ["reproduced", "reproduced"]
+    assert table.p_holm.tolist() == pytest.approx(table.p.tolist())
+    records = {"a": study("a", 0, {}), "b": study("b", 0, {})}  # the tuning rule passes the 2-D claim by
+    assert claims_table([runs_claim, poc_claim], fold_means_metrics([1.0, 1.1, 0.9, 1.0]), poc, tuning=records)[
+        "verdict"
+    ].tolist() == ["untuned", "reproduced"]

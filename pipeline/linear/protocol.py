@@ -56,26 +56,33 @@ def split_parts(x, y, split_seed: int, test_fraction: float, pca_dims: int):
     return prep.transform(x_train), prep.transform(x_test), y_train, y_test
 
 
-def cv_accuracies(
-    x_train, y_train, method: str, settings: list[dict], max_k: int, folds: int, seed: int
+def cv_folds(y_train, folds: int, seed: int) -> list[tuple[np.ndarray, np.ndarray]]:
+    """(fit rows, validation rows) of every fold of the stratified k-fold CV on a training part."""
+    return list(StratifiedKFold(n_splits=folds, shuffle=True, random_state=seed).split(np.zeros(len(y_train)), y_train))
+
+
+def fold_accuracies(
+    x_train, y_train, fit_rows, val_rows, method: str, settings: list[dict], max_k: int, seed: int
 ) -> list[np.ndarray]:
-    """Mean validation accuracy of every hyperparameter setting for K = 1..max_k, by stratified k-fold CV.
-    A convex method (methods.WARM_STARTED) starts each setting from the previous setting's solution on
-    the same fold (a warm start along the grid; the optimum does not depend on the start)."""
-    acc = [np.zeros(max_k) for _ in settings]
-    for fit_rows, val_rows in StratifiedKFold(n_splits=folds, shuffle=True, random_state=seed).split(x_train, y_train):
-        m = None
-        for i, setting in enumerate(settings):
-            warm = {"m0": m} if method in WARM_STARTED and m is not None else {}
-            m = METHODS[method](x_train[fit_rows], y_train[fit_rows], random_state=seed, **setting, **warm)
-            acc[i] += knn_accuracies(
-                transform(x_train[fit_rows], m),
-                y_train[fit_rows],
-                transform(x_train[val_rows], m),
-                y_train[val_rows],
-                max_k,
-            )
-    return [a / folds for a in acc]
+    """Validation accuracy of every hyperparameter setting on one CV fold, for K = 1..max_k. A convex
+    method (methods.WARM_STARTED) starts each setting from the previous setting's solution on the same
+    fold (a warm start along the grid; the optimum does not depend on the start)."""
+    acc, m = [], None
+    for setting in settings:
+        warm = {"m0": m} if method in WARM_STARTED and m is not None else {}
+        m = METHODS[method](x_train[fit_rows], y_train[fit_rows], random_state=seed, **setting, **warm)
+        fit_z, val_z = transform(x_train[fit_rows], m), transform(x_train[val_rows], m)
+        acc.append(knn_accuracies(fit_z, y_train[fit_rows], val_z, y_train[val_rows], max_k))
+    return acc
+
+
+def mean_over_folds(per_fold: list[list[np.ndarray]], max_k: int) -> list[np.ndarray]:
+    """Per setting, the mean over folds of `fold_accuracies` (summed in fold order from zero)."""
+    totals = [np.zeros(max_k) for _ in per_fold[0]]
+    for fold in per_fold:
+        for total, acc in zip(totals, fold):
+            total += acc
+    return [t / len(per_fold) for t in totals]
 
 
 def choose(settings: list[dict], accuracies: list[np.ndarray]) -> tuple[dict, int, float]:
@@ -104,10 +111,11 @@ def test_fit(x_train, x_test, y_train, y_test, method: str, setting: dict, k: in
     }
 
 
-def _cv_job(job: tuple) -> list[np.ndarray]:
-    x, y, method, settings, split_seed, cfg = job
+def _cv_fold_job(job: tuple) -> list[np.ndarray]:
+    x, y, method, settings, split_seed, fold, cfg = job
     x_train, _, y_train, _ = split_parts(x, y, split_seed, cfg.test_fraction, cfg.pca_dims)
-    return cv_accuracies(x_train, y_train, method, settings, cfg.max_k, cfg.cv_folds, split_seed)
+    fit_rows, val_rows = cv_folds(y_train, cfg.cv_folds, split_seed)[fold]
+    return fold_accuracies(x_train, y_train, fit_rows, val_rows, method, settings, cfg.max_k, split_seed)
 
 
 def _test_job(job: tuple) -> dict:
@@ -121,7 +129,10 @@ def compare_methods(x, y, cfg, seed: int) -> dict:
     mean / sample std of the accuracies (in %) and of the fit time. Split r uses the same seed for every
     method, so all methods see the same splits. The cross-validation of every (method, split) (all
     settings of the grid in one job, so that convex methods warm-start along it) and then the refit of
-    every chosen setting run as jobs on ``cfg.workers`` processes."""
+    every chosen setting run as jobs on ``cfg.workers`` processes. A cross-validation job is one fold of one
+    (method, split) with its whole grid (so that convex methods warm-start along it, as in `fold_accuracies`):
+    a job per fold rather than per split keeps the two processes busy to the end (on Vehicle a split's LMNN or
+    LANML+ grid is several minutes of work, a fold a fifth of it), and gives the same numbers."""
     splits = []  # (method, split seed, settings)
     for method in cfg.methods:
         grid = dict(cfg.grids.get(method, {}))
@@ -130,8 +141,15 @@ def compare_methods(x, y, cfg, seed: int) -> dict:
         if method == "lanml_minus":
             grid.update(k_similar=[cfg.k_similar])
         splits += [(method, seed + r, grid_settings(grid)) for r in range(cfg.repeats)]
-    cv_jobs = [(x, y, method, settings, split_seed, cfg) for method, split_seed, settings in splits]
-    accuracies = run_jobs(_cv_job, cv_jobs, cfg.workers, threads=1, desc="lanml cross-validation")
+    cv_jobs = [
+        (x, y, method, settings, split_seed, fold, cfg)
+        for method, split_seed, settings in splits
+        for fold in range(cfg.cv_folds)
+    ]
+    per_fold = run_jobs(_cv_fold_job, cv_jobs, cfg.workers, threads=1, desc="lanml cross-validation")
+    accuracies = [
+        mean_over_folds(per_fold[i * cfg.cv_folds : (i + 1) * cfg.cv_folds], cfg.max_k) for i in range(len(splits))
+    ]
     chosen = [choose(settings, acc) for (_, _, settings), acc in zip(splits, accuracies)]
     test_jobs = [
         (x, y, method, setting, k, split_seed, cfg) for (method, split_seed, _), (setting, k, _) in zip(splits, chosen)

@@ -11,7 +11,12 @@ part of the uncertainty. The verdict needs both (decided on MAP@R): reproduced w
 when both lie below, inconclusive otherwise. Beside it, Holm's step-down adjustment over the claims tested on this
 data set (each with the larger of its two p-values, the test both intervals must pass): a family of about 19 claims
 at 95% would show one false verdict in a typical report. The 2-D proof of concept (CCP Fig. 2) pairs the variants
-by ``poc.seeds`` (seeds are its unit) and has the t interval only.
+by ``poc.seeds`` (seeds are its unit), has the t interval only, and is a Holm family of its own (it is measured
+once, not per data set).
+
+Equal tuning effort (MLRC; `apply_tuning`): a claim whose arms were not tuned alike, each by a study of its own with
+the same number of trials, reads **untuned**, and one whose study hit a range end or was still improving reads
+**tuning unfinished**, whatever its intervals say.
 
 A claim whose runs are not configured is "not run", never left out. A compared model that failed
 (pipeline/reporting/budgets.py ``failed``: it kept epoch 0 or 1, or its validation MAP@R never rose above the
@@ -140,6 +145,7 @@ def claims_table(
     failed: frozenset[tuple[str, str]] = frozenset(),
     cut: dict[str, int] | None = None,
     differs: dict[tuple[str, str], str] | None = None,
+    tuning: dict[str, dict] | None = None,
 ) -> pd.DataFrame:
     """One row per claim: runs, pairs, folds, per metric the mean paired difference with the t interval over fold
     means and the fold-cluster bootstrap interval (when `per_class` holds both runs' scores), the verdict both
@@ -151,7 +157,8 @@ def claims_table(
     while improving (the 2-D proof of concept: its seeds' ``cut_while_improving`` in `poc`); a claim with more than
     one in an arm is **not tested** too (the cap would decide it: raise train.max_epochs / ccp.max_subproblems /
     poc.max_epochs / poc.max_subproblems for the data set). `differs`: (base, better) -> what the arms' settings
-    differ in (`arm_differences`; a family's variants: the variant)."""
+    differ in (`arm_differences`; a family's variants: the variant). `tuning`: run -> its tuning record
+    (reports/tuning/<run>.json), for `apply_tuning`; None leaves the tuning out (a table of hand-made runs)."""
     per_class, cut, differs = per_class or {}, cut or {}, differs or {}
     rows = []
     for c in claims:
@@ -191,11 +198,43 @@ def claims_table(
         rows.append(row)
     table = pd.DataFrame(rows)
     table["p1_disagrees"] = np.sign(table.precision_at_1_diff) * np.sign(table.map_at_r_diff) < 0
+    return apply_tuning(table, tuning) if tuning is not None else with_holm(table)
+
+
+def apply_tuning(table: pd.DataFrame, records: dict[str, dict]) -> pd.DataFrame:
+    """The equal-effort rule on a claims table (this report's, or a companion's read from its csv): a claim on the
+    MLRC runs whose arms were not tuned alike (pipeline/reporting/tuning.py claim_tuning: an arm with no study of
+    its own, with values from another run's study, or with fewer trials) is **untuned**, one whose search hit a
+    range end or was still improving is **tuning unfinished**; either replaces the verdict (a verdict at our
+    tuning's mercy is worse than none), and its `tuning` column says why. The 2-D proof of concept is left as
+    it is: its variants train at the paper's Fig. 2 settings, the same for all. Then `with_holm`."""
+    from pipeline.reporting.tuning import claim_tuning
+
+    table = table.copy()
+    table["tuning"] = ""
+    for i, r in table.iterrows():
+        if r.compared_over == "poc seeds" or r.verdict == "not run":
+            continue
+        flaw, why = claim_tuning(records, r.base, r.better)
+        if flaw:
+            table.loc[i, ["verdict", "p", "tuning"]] = [flaw, np.nan, why]
+    return with_holm(table)
+
+
+def with_holm(table: pd.DataFrame) -> pd.DataFrame:
+    """The fragile mark (module docstring) and Holm's adjustment, over the tested claims on the MLRC runs as one
+    family and the 2-D proof of concept's as another (it is measured once for every data set, so it belongs to
+    no data set's family)."""
+    table = table.copy()
     table["fragile"] = table.verdict.isin(("reproduced", "contradicted")) & (
-        (table.sign_flips_without != "") | table.p1_disagrees
+        (table.sign_flips_without.fillna("") != "") | table.p1_disagrees
     )
     tested = table.verdict.isin(TESTED)
-    table["p_holm"] = holm(table.p.where(tested))
+    poc = table.compared_over == "poc seeds"
+    table["p_holm"] = np.nan
+    for family in (~poc, poc):
+        if family.any():
+            table.loc[family, "p_holm"] = holm(table.p.where(tested)[family])
     table["verdict_holm"] = [_holm_verdict(v, q) for v, q in zip(table.verdict, table.p_holm)]
     return table
 
@@ -284,7 +323,7 @@ def claims_markdown(table: pd.DataFrame, decimals: int) -> str:
     head = (
         f"| claim | source | compared (base → claimed better) | the arms differ in | pairs (folds) "
         f"| MAP@R diff [{pct} t, fold means] | MAP@R diff [{pct} bootstrap, folds × classes] | P@1 diff [{pct} t] "
-        "| verdict | Holm | leave one out, P@1 | failed models, caps |"
+        "| verdict | Holm | leave one out, P@1 | failed models, caps, tuning |"
     )
     lines = [head, "|---|---|---|---|---|---|---|---|---|---|---|---|"]
     for _, r in table.iterrows():
@@ -297,6 +336,7 @@ def claims_markdown(table: pd.DataFrame, decimals: int) -> str:
         flags = [f"{r.flagged_models.count(':')} failed: verdict without them {r.verdict_without_flagged}"]
         flags = flags if r.flagged_models else []
         flags += [f"{run}: {n} models cut by a cap" for run, n in (a.split(":") for a in r.capped_arms.split())]
+        flags += [f"{r.verdict}: {r.tuning}"] if r.get("tuning") else []
         failed = "; ".join(flags) or "-"
         verdict_text = f"**{r.verdict}**" + (" (fragile)" if r.fragile else "")
         lines.append(

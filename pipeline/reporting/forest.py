@@ -26,20 +26,31 @@ COLOURS = {
     "contradicted": "#d73027",
     "inconclusive": "#7f7f7f",
     "not tested": "#fdae61",
+    "untuned": "#8073ac",
+    "tuning unfinished": "#b2abd2",
 }
 # what a companion claims table must hold (the format of pipeline/reporting/claims.py claims_table)
 COLUMNS = ("claim", "compared_over", "map_at_r_diff", "map_at_r_t_low", "map_at_r_t_high", "verdict", "verdict_holm")
 
 
 def read_companion(name: str, path: Path) -> pd.DataFrame:
-    """A companion data set's claims table, checked for the columns the figure reads."""
-    if not Path(path).is_file():
+    """A companion data set's claims table, checked for the columns the figure reads, under this version's tuning
+    rule (claims.apply_tuning, with the tuning records in the `tuning` folder beside the table): a companion
+    committed before the rule shows the verdicts the rule gives it, not the ones its own pages print."""
+    from pipeline.infra.io import read_json
+    from pipeline.reporting.claims import apply_tuning
+
+    path = Path(path)
+    if not path.is_file():
         raise FileNotFoundError(f"{path}: claims table of {name} not found (report.companions.{name})")
     table = pd.read_csv(path)
-    missing = [c for c in COLUMNS if c not in table]
+    missing = [c for c in (*COLUMNS, "base", "better", "p", "p1_disagrees") if c not in table]
     if missing:
         raise ValueError(f"{path}: not a claims table of this version (no {', '.join(missing)}); run its report again")
-    return table
+    records = sorted((path.parent / "tuning").glob("*.json"))
+    if not records:
+        raise FileNotFoundError(f"{path.parent / 'tuning'}: no tuning records beside the claims table of {name}")
+    return apply_tuning(table, {(r := read_json(f))["run"]: r for f in records})
 
 
 def forest_figure(tables: dict[str, pd.DataFrame], path: Path) -> None:

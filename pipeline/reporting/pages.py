@@ -79,9 +79,10 @@ def write_claims(params, inputs: ReportInputs, out: Path, context: str) -> pd.Da
         budgets.failed_models(inputs.budgets),
         inputs.budgets.groupby("run").cut_while_improving.sum().to_dict(),
         claim_differences(params, claims),
+        {r["run"]: r for r in inputs.tuning},
     )
     counts, holm_counts = table.verdict.value_counts(), table.verdict_holm.value_counts()
-    shown = ("reproduced", "contradicted", "inconclusive", "not tested", "not run")
+    shown = ("reproduced", "contradicted", "inconclusive", "untuned", "tuning unfinished", "not tested", "not run")
     summary = ", ".join(f"{counts.get(v, 0)} {v}" for v in shown)
     summary += f" ({int(table.fragile.sum())} of the reproduced or contradicted fragile)"
     summary_holm = ", ".join(f"{holm_counts.get(v, 0)} {v}" for v in shown[:3])
@@ -101,13 +102,19 @@ def write_claims(params, inputs: ReportInputs, out: Path, context: str) -> pd.Da
         f"({params.report.bootstrap_samples} resamples; the claims are about classes the models never saw). Verdict, "
         "on MAP@R: **reproduced** when both intervals lie above 0, **contradicted** when both lie below, "
         "**inconclusive** otherwise; **Holm**: the same verdicts after Holm's adjustment over the claims tested "
-        "here (each with the larger of its two p-values), for a family of claims read together\n"
+        "on the MLRC runs here (each with the larger of its two p-values), for a family of claims read together\n"
         "- a compared model **failed** when it kept epoch 0 or 1 or its validation MAP@R never rose above the "
         "untrained network's ([budgets.md](budgets.md)); such models are named, the claim is measured again "
         "without their pairs, and where that changes the verdict the claim is **not tested** (its difference rests "
         "on a failure); so is a claim with more than one model of an arm cut by a cap while improving (the epoch "
         "cap or ccp.max_subproblems: raise it for the data set), the 2-D proof of concept's seeds by the same rule "
         "(poc.max_epochs, poc.max_subproblems); a claim whose runs are not configured is **not run**\n"
+        "- equal tuning effort (MLRC): a claim reads **untuned** unless both arms were tuned by a study of their own "
+        "with the same number of trials ([tuning.md](tuning.md); an arm at params.yaml's values, or at values another "
+        "run's study chose, is untuned), and **tuning unfinished** when an arm's chosen value lies at an end of its "
+        "search range or its study found its best among its last trials; either replaces the verdict, the "
+        "intervals stay in the table, and column *failed models, caps, tuning* says why. The 2-D proof of concept "
+        "trains every variant at the paper's Fig. 2 settings and is a Holm family of its own\n"
         "- **fragile**: a reproduced or contradicted verdict whose sign flips (or reaches 0) when any one fold (2-D: "
         "seed) is left out in turn, or whose P@1 difference has the other sign; the verdict keeps its rule, the mark "
         "says it hangs on one fold or on the metric (column *leave one out, P@1*)\n"

@@ -100,6 +100,47 @@ def runs_still_improving(records: list[dict]) -> dict[str, list[str]]:
     return flagged
 
 
+UNTUNED = "untuned"
+UNFINISHED = "tuning unfinished"
+
+
+def study_flaw(record: dict | None) -> tuple[str, list[str]]:
+    """What keeps a run's tuning from counting under the equal-effort rule (MLRC; issue 62): (UNTUNED, why) when it
+    has no study of its own or trains at values another run's study chose; (UNFINISHED, why) when a value of its
+    study lies within EDGE of an end of its range or its best trial is among the last LATE share of its trials
+    (`late_studies`); ("", []) when neither."""
+    if record is None:
+        return UNTUNED, ["no tuning record"]
+    if record["inherited"]:
+        own = "" if record["trials"] else ", no study of its own"
+        return UNTUNED, [f"{', '.join(record['inherited'])} from {record['inherits']}'s study{own}"]
+    if not record["trials"]:
+        return UNTUNED, ["no study (trained at params.yaml's values)"]
+    why = [
+        f"{key} at its {end} end"
+        for key, value in record["values"].items()
+        if key in record["space"] and (end := range_end(value, record["space"][key]))
+    ]
+    late = late_studies([record]).get(record["run"])
+    if late:
+        why.append(f"best at trial {late['best_trial']} of {late['trials']}")
+    return (UNFINISHED, why) if why else ("", [])
+
+
+def claim_tuning(records: dict[str, dict], base: str, better: str) -> tuple[str, str]:
+    """(verdict, why) that the tuning of a claim's two arms imposes, or ("", "") when both ran studies of their own
+    with the same number of trials and neither is unfinished (`study_flaw`): an arm tuned less than the other, or
+    not at all, is UNTUNED; an arm whose search hit a range end or was still improving is UNFINISHED."""
+    flaws = {run: study_flaw(records.get(run)) for run in (base, better)}
+    untuned = [f"{run}: {'; '.join(why)}" for run, (flaw, why) in flaws.items() if flaw == UNTUNED]
+    if untuned:
+        return UNTUNED, "; ".join(untuned)
+    if records[base]["trials"] != records[better]["trials"]:
+        return UNTUNED, f"{base}: {records[base]['trials']} trials, {better}: {records[better]['trials']}"
+    unfinished = [f"{run}: {'; '.join(why)}" for run, (flaw, why) in flaws.items() if flaw == UNFINISHED]
+    return (UNFINISHED, "; ".join(unfinished)) if unfinished else ("", "")
+
+
 def tuning_markdown(params: Params, records: list[dict], decimals: int) -> str:
     """The table per data set, and the runs that trained at params.yaml's values."""
     frame = tuning_frame(params, records)
