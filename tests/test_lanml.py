@@ -340,3 +340,42 @@ def test_the_grid_keys_params_accept_are_the_fit_functions_keywords():
     for method, fit in METHODS.items():
         keywords = set(inspect.signature(fit).parameters) - {"x", "y", "random_state", "k_similar", "m0"}
         assert tuple(sorted(keywords)) == LANML_GRID_KEYS[method], method
+
+
+def test_table2_claims_pair_the_methods_by_split():
+    """LANML- vs LMNN: 10, 9, 9 points over three splits -> mean 9.33, sd 0.577, half-width t(0.975, 2) 0.577 / sqrt 3
+    = 1.434: reproduced. PNCA equals NCA on every split: no spread, no difference, inconclusive. A data set without
+    NCA has no PNCA claim. Holm over the three tested claims: the first keeps its verdict (p = 0.0038 x 2 < 0.05)."""
+    from scipy import stats
+
+    from pipeline.reporting.lanml_table import table2_claims, table2_claims_markdown
+
+    def method(accuracies):
+        return {"splits": [{"accuracy": a} for a in accuracies]}
+
+    results = [
+        {
+            "dataset": "one",
+            "methods": {
+                "lanml_minus": method([0.90, 0.92, 0.94]),
+                "lmnn": method([0.80, 0.83, 0.85]),
+                "pnca": method([0.7, 0.7, 0.8]),
+                "nca": method([0.7, 0.7, 0.8]),
+            },
+        },
+        {"dataset": "two", "methods": {"lanml_minus": method([0.5, 0.5, 0.5]), "lmnn": method([0.5, 0.6, 0.4])}},
+    ]
+    table = table2_claims(results)
+    assert table[["dataset", "claim"]].values.tolist() == [
+        ["one", "LANML- beats LMNN"],
+        ["one", "PNCA beats NCA"],
+        ["two", "LANML- beats LMNN"],
+    ]
+    first = table.iloc[0]
+    half = stats.t.ppf(0.975, 2) * np.std([10, 9, 9], ddof=1) / np.sqrt(3)
+    assert first["diff"] == pytest.approx(28 / 3) and first.t_high - first["diff"] == pytest.approx(half)
+    assert first.p == pytest.approx(stats.ttest_1samp([10, 9, 9], 0).pvalue)
+    assert table.verdict.tolist() == ["reproduced", "inconclusive", "inconclusive"]
+    assert table.verdict_holm.tolist() == ["reproduced", "inconclusive", "inconclusive"]
+    text = table2_claims_markdown(table, 2)
+    assert "| one | LANML- beats LMNN | +9.33 [+7.90, +10.77] | **reproduced** | reproduced |" in text

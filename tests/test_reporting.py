@@ -250,3 +250,33 @@ def test_publish_checks_every_source_before_writing(tmp_path):
     with pytest.raises(FileNotFoundError, match=r"missing\.json: not found \(needed for reports/b\.json"):
         publish({"a.json": [tmp_path / "a.json"], "b.json": [tmp_path / "missing.json"]}, tmp_path / "out")
     assert not (tmp_path / "out").exists()
+
+
+def test_ablation_paragraphs_name_the_point_validation_chose():
+    """The test MAP@R is highest at pool size 4, the validation MAP@R at pool size 2: the paragraph names pool size 2
+    with both numbers, and its gain over random selection (b = #proxy = 1) is pool size 2's test minus b = 1's."""
+    from pipeline.reporting.index import ccp_paragraphs, profs_paragraphs
+
+    grid = pd.DataFrame(
+        {
+            "sweep": "proxies_pool",
+            "proxies_per_class": [1, 1, 1],
+            "pool_size": [1, 2, 4],
+            "lambda": 2e-4,
+            "best_val_map_at_r": [0.80, 0.86, 0.84],
+            "test_map_at_r": [0.50, 0.53, 0.60],
+        }
+    )
+    text = ccp_paragraphs(grid, "c2", 0)[0]
+    assert "the best point by validation MAP@R is #proxy = 1, b = 2 (validation 86.0%, test 53.0%)" in text
+    assert "gains +3.0 points (#proxy = 1)" in text
+    lam = pd.DataFrame(
+        {
+            "sweep": "lambda",
+            "lambda": [0.0, 0.01],
+            "m": 30,
+            "best_val_map_at_r": [0.7, 0.6],
+            "test_map_at_r": [0.3, 0.4],
+        }
+    )
+    assert "best by validation MAP@R at λ = 0 (validation 70.0%, test 30.0%)" in profs_paragraphs(lam, "ms", 0)[0]

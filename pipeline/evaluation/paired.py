@@ -100,3 +100,13 @@ def holm(p: pd.Series) -> pd.Series:
     m = len(valid)
     adjusted = np.minimum(1.0, np.maximum.accumulate((m - np.arange(m)) * valid.to_numpy()))
     return pd.Series(adjusted, index=valid.index).reindex(p.index)
+
+
+TESTED = ("reproduced", "contradicted", "inconclusive")  # the verdicts of a claim that was measured
+
+
+def holm_verdict(unadjusted: str, p_holm: float) -> str:
+    """A tested claim keeps its reproduced / contradicted verdict when Holm's adjusted p is below 1 - LEVEL."""
+    if unadjusted in ("reproduced", "contradicted") and p_holm < 1 - LEVEL:
+        return unadjusted
+    return "inconclusive" if unadjusted in TESTED else unadjusted

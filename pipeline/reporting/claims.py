@@ -39,8 +39,10 @@ import pandas as pd
 
 from pipeline.evaluation.intervals import LEVEL
 from pipeline.evaluation.paired import (
+    TESTED,
     cluster_bootstrap,
     holm,
+    holm_verdict,
     model_fold,
     sign_flips_leaving_one_out,
     t_over_units,
@@ -72,9 +74,6 @@ def _poc_paired(poc: dict, base: str, better: str, metric: str) -> np.ndarray | 
     if key not in next(iter(seeds.values())):
         return None  # the proof of concept measures MAP@R only
     return 100 * np.array([poc[better]["seeds"][s][key] - seeds[s][key] for s in sorted(seeds)])
-
-
-TESTED = ("reproduced", "contradicted", "inconclusive")
 
 
 def _evidence(c: Claim, metrics, poc, per_class, models: list[str], samples: int, seed: int) -> dict:
@@ -235,7 +234,7 @@ def with_holm(table: pd.DataFrame) -> pd.DataFrame:
     for family in (~poc, poc):
         if family.any():
             table.loc[family, "p_holm"] = holm(table.p.where(tested)[family])
-    table["verdict_holm"] = [_holm_verdict(v, q) for v, q in zip(table.verdict, table.p_holm)]
+    table["verdict_holm"] = [holm_verdict(v, q) for v, q in zip(table.verdict, table.p_holm)]
     return table
 
 
@@ -246,13 +245,6 @@ def _interval(row, metric: str, decimals: int, kind: str) -> str:
         return "-"
     f = f".{decimals}f"
     return f"{row[f'{metric}_diff']:+{f}} [{low:+{f}}, {high:+{f}}]"
-
-
-def _holm_verdict(unadjusted: str, p_holm: float) -> str:
-    """A tested claim keeps its reproduced / contradicted verdict when Holm's adjusted p is below 1 - LEVEL."""
-    if unadjusted in ("reproduced", "contradicted") and p_holm < 1 - LEVEL:
-        return unadjusted
-    return "inconclusive" if unadjusted in TESTED else unadjusted
 
 
 def fragility(row) -> str:

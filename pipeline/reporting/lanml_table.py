@@ -2,7 +2,11 @@
 
 from __future__ import annotations
 
+import numpy as np
 import pandas as pd
+
+from pipeline.evaluation.intervals import LEVEL
+from pipeline.evaluation.paired import TESTED, holm, holm_verdict, t_over_units, verdict
 
 # our method names -> the paper's row names (ANML Table 2; the Euclidean kNN baseline has no row there)
 PAPER_NAMES = {
@@ -60,6 +64,69 @@ def lanml_markdown(results: list[dict], reference: pd.DataFrame, decimals: int) 
             )
         lines.append("")
     return "\n".join(lines)
+
+
+# the comparisons of ANML Table 2 that these runs can test: (claimed better, base, claim)
+TABLE2_CLAIMS = (("lanml_minus", "lmnn", "LANML- beats LMNN"), ("pnca", "nca", "PNCA beats NCA"))
+
+
+def table2_claims(results: list[dict]) -> pd.DataFrame:
+    """Per data set and Table 2 claim whose two methods ran: the paired difference of the test accuracy with K by
+    cross-validation (better - base, points), one pair per split (every method sees the same splits, so the split
+    is the unit), its 95% t interval over the splits, the verdict it supports (pipeline/evaluation/paired.py:
+    reproduced above 0, contradicted below, else inconclusive) and Holm's adjustment over these claims as one
+    family. The paper's own reading (best K on the test part) chooses K on the data it scores, so it decides
+    nothing here."""
+    rows = []
+    for result in results:
+        methods = result["methods"]
+        for better, base, claim in TABLE2_CLAIMS:
+            if better not in methods or base not in methods:
+                continue
+            diffs = 100 * np.array(
+                [b["accuracy"] - a["accuracy"] for a, b in zip(methods[base]["splits"], methods[better]["splits"])]
+            )
+            mean, half, p = t_over_units(diffs, np.arange(len(diffs)))
+            low, high = mean - half, mean + half
+            rows.append(
+                {
+                    "dataset": result["dataset"],
+                    "claim": claim,
+                    "splits": len(diffs),
+                    "diff": mean,
+                    "t_low": low,
+                    "t_high": high,
+                    "p": p,
+                    "verdict": verdict([(low, high)]),
+                }
+            )
+    table = pd.DataFrame(rows, columns=["dataset", "claim", "splits", "diff", "t_low", "t_high", "p", "verdict"])
+    table["p_holm"] = holm(table.p.where(table.verdict.isin(TESTED)))
+    table["verdict_holm"] = [holm_verdict(v, q) for v, q in zip(table.verdict, table.p_holm)]
+    return table
+
+
+def table2_claims_markdown(table: pd.DataFrame, decimals: int) -> str:
+    """The Table 2 claims as a markdown section (`table2_claims`)."""
+    if table.empty:
+        return ""
+    f, pct = f"+.{decimals}f", f"{100 * LEVEL:.0f}%"
+    lines = [
+        "## Table 2's claims",
+        "",
+        "Each claim's paired difference of the test accuracy with K by cross-validation (claimed better minus base, "
+        f"points), one pair per split, with its {pct} t interval over the splits (the split is the unit: "
+        f"{int(table.splits.max())} splits give {int(table.splits.max()) - 1} degrees of freedom, so the interval is "
+        "wide); verdict: **reproduced** when it lies above 0, **contradicted** when below, **inconclusive** "
+        "otherwise; Holm over the claims below as one family.",
+        "",
+        f"| data set | claim | accuracy diff [{pct} t, splits] | verdict | Holm |",
+        "|---|---|---|---|---|",
+    ]
+    for r in table.itertuples():
+        interval = "-" if np.isnan(r.t_low) else f"{r.diff:{f}} [{r.t_low:{f}}, {r.t_high:{f}}]"
+        lines.append(f"| {r.dataset} | {r.claim} | {interval} | **{r.verdict}** | {r.verdict_holm} |")
+    return "\n".join(lines) + "\n\n"
 
 
 def timing_markdown(results: list[dict], decimals: int) -> str:

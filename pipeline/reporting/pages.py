@@ -19,7 +19,7 @@ from pipeline.reporting.claims import (
     paper_claims,
 )
 from pipeline.reporting.inputs import ReportInputs, context_lines
-from pipeline.reporting.lanml_table import anml_table2, lanml_markdown
+from pipeline.reporting.lanml_table import anml_table2, lanml_markdown, table2_claims, table2_claims_markdown
 from pipeline.reporting.reference import paper_dataset
 from pipeline.reporting.subproblems import detail_markdown, summary_markdown
 from pipeline.reporting.tables import markdown_table, results_frame
@@ -374,6 +374,7 @@ def write_lanml(params, inputs: ReportInputs, out: Path) -> None:
             "shown in its own column for a like-for-like comparison\n"
             "- fit times are clock readings, so they are not among these reproducible results: the lanml_timing "
             "stage measures LANML-, LANML+ and LMNN side by side in [lanml_timing.md](lanml_timing.md)\n\n"
+            + table2_claims_markdown(table2_claims(inputs.lanml), params.report.decimals)
             + lanml_markdown(inputs.lanml, anml_table2(inputs.published), params.report.decimals)
         ),
     )
