@@ -181,7 +181,7 @@ def test_the_emoji_defaults_frozen_and_finetuned(tmp_path):
         "efficientnet_lite0",
         "shift",
     )
-    assert (frozen.data.name, frozen.data.setting, frozen.tune.trials) == ("emoji", "none", 20)
+    assert (frozen.data.name, frozen.data.setting, frozen.tune.trials) == ("emoji", "none", 30)
     tuned = params_from_dict(composed(["dataset=emoji_finetune"]))
     assert (tuned.train.mode, tuned.backbone.name, tuned.backbone.weights) == (
         "finetune",

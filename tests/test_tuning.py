@@ -216,8 +216,8 @@ def test_tuning_never_reads_the_test_classes(tune_params, tiny_data):
 
 
 def test_the_tune_stage_records_every_run_and_train_applies_the_best_values(tmp_path, tiny_dict):
-    """Stages end to end on the tiny data: `tune` searches `ms` (3 trials), the unconfigured c2_batch whose values
-    c2_loss_proxy and c2_ccp inherit, and c2_ccp's own lambda with those values fixed; records no values for a
+    """Stages end to end on the tiny data: `tune` searches `ms` (3 trials), c2_batch whose values c2_loss_proxy and
+    c2_ccp inherit (`tune.inherit`, an option off by default), and c2_ccp's own lambda with those values fixed; records no values for a
     run without a space; and `train --tuned` trains ms at the best trial's alpha (written beside its results)."""
     from pipeline.infra.io import read_json
     from tests.conftest import write_params
@@ -236,6 +236,7 @@ def test_the_tune_stage_records_every_run_and_train_applies_the_best_values(tmp_
         "c2_batch": {"ccp.c2.beta": {"low": 0.3, "high": 0.6}},
         "c2_ccp": {"ccp.lambda": {"low": 1e-5, "high": 1e-2, "log": True}},
     }
+    raw["tune"]["inherit"] = {"c2_loss_proxy": "c2_batch", "c2_ccp": "c2_batch"}  # the option, not the default
     params = write_params(tmp_path / "params.yaml", raw)
     prepared, features, tuned, records = (tmp_path / name for name in ("prepared", "features", "tuned", "records"))
     tune_args = (

@@ -187,7 +187,8 @@ def write_budgets(params, inputs: ReportInputs, out: Path, context: str) -> None
         "A model's training does not depend on its patience, only where it stops, so early stopping with a "
         "shorter patience can be replayed on each logged curve (with the CCP / PROFS stopping points): how many "
         "models would have kept an earlier epoch, and the validation MAP@R (points) lost against the epoch kept "
-        "here. Small losses at shorter patience mean the curves had flattened well before the stop.\n\n"
+        "here. Small losses at shorter patience mean the curves had flattened well before the stop; patience 20 "
+        "is the rule before issue 62 ([docs/results.md](../docs/results.md#the-stopping-rule)).\n\n"
         + budgets.replay_markdown(
             budgets.replay_shorter_patience(inputs.logs, inputs.patience, params.train.min_delta),
             params.report.decimals,
