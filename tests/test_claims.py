@@ -414,3 +414,13 @@ def test_the_proof_of_concept_is_a_holm_family_of_its_own():
     assert claims_table([runs_claim, poc_claim], fold_means_metrics([1.0, 1.1, 0.9, 1.0]), poc, tuning=records)[
         "verdict"
     ].tolist() == ["untuned", "reproduced"]
+
+
+def test_a_study_with_a_trial_cut_by_the_epoch_cap_is_unfinished():
+    from pipeline.reporting.tuning import claim_tuning, tuning_markdown
+
+    a, b = study("a", 20, {"ccp.lambda": 5.0}, best_trial=3), study("b", 20, {"profs.rho": 4.0}, best_trial=3)
+    b["history"][5]["capped"] = b["history"][14]["capped"] = True
+    assert claim_tuning({"a": a, "b": b}, "a", "b") == ("tuning unfinished", "b: trials 5, 14 cut by the epoch cap")
+    text = tuning_markdown(params_with(), [a, b], 2)
+    assert "stopped at the epoch cap" in text and "`b` (trials 5, 14)" in text

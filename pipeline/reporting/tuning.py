@@ -107,8 +107,8 @@ UNFINISHED = "tuning unfinished"
 def study_flaw(record: dict | None) -> tuple[str, list[str]]:
     """What keeps a run's tuning from counting under the equal-effort rule (MLRC; issue 62): (UNTUNED, why) when it
     has no study of its own or trains at values another run's study chose; (UNFINISHED, why) when a value of its
-    study lies within EDGE of an end of its range or its best trial is among the last LATE share of its trials
-    (`late_studies`); ("", []) when neither."""
+    study lies within EDGE of an end of its range, its best trial is among the last LATE share of its trials
+    (`late_studies`) or a trial was cut by the epoch cap (`capped_trials`); ("", []) when none of these."""
     if record is None:
         return UNTUNED, ["no tuning record"]
     if record["inherited"]:
@@ -124,7 +124,19 @@ def study_flaw(record: dict | None) -> tuple[str, list[str]]:
     late = late_studies([record]).get(record["run"])
     if late:
         why.append(f"best at trial {late['best_trial']} of {late['trials']}")
+    capped = capped_trials(record)
+    if capped:
+        why.append(f"{_trials(capped)} cut by the epoch cap")
     return (UNFINISHED, why) if why else ("", [])
+
+
+def _trials(numbers: list[int]) -> str:
+    return f"trial{'s' if len(numbers) > 1 else ''} {', '.join(map(str, numbers))}"
+
+
+def capped_trials(record: dict) -> list[int]:
+    """The trials of a study in which a fold model stopped at the epoch cap: their score is a clipped one."""
+    return [t["trial"] for t in record["history"] if t.get("capped")]
 
 
 def claim_tuning(records: dict[str, dict], base: str, better: str) -> tuple[str, str]:
@@ -184,6 +196,14 @@ def tuning_markdown(params: Params, records: list[dict], decimals: int) -> str:
                 for run, v in late.items()
             )
             + ". The runs that inherit their values are flagged with their source in claims.md.\n"
+        )
+    capped = {r["run"]: capped_trials(r) for r in records if capped_trials(r)}
+    if capped:
+        text += (
+            "\nTrials in which a fold model stopped at the epoch cap (its score is a clipped one; raise "
+            "`train.max_epochs` for the data set, and the study runs those trials again): "
+            + ", ".join(f"`{run}` ({_trials(t)})" for run, t in capped.items())
+            + ".\n"
         )
     if untuned:
         text += (
