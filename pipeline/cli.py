@@ -184,7 +184,9 @@ def main(argv: list[str] | None = None) -> None:
     search.add_argument("--picture", help="a PNG of the first --rows queries and their top-k")
     search.add_argument("--rows", type=int, default=8)
     experiments = commands.add_parser("experiments", help="the params that vary and the headline metrics")
-    experiments.add_argument("--last", type=int, default=7, help="columns: the workspace, the commit, the newest rest")
+    experiments.add_argument(
+        "--last", type=int, default=6, help="columns: the workspace, the commit, the newest rest (at most 6 fit)"
+    )
     experiments.add_argument("--repo", default=".", help="the project (default: here)")
     args = parser.parse_args(argv)
     try:

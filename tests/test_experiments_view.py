@@ -1,7 +1,8 @@
 """`dml experiments` (pipeline/reporting/experiments.py): `dvc exp show --json` turned into one column per experiment,
-the params that vary and the runs whose headline metrics vary, at most 120 columns, no dependency hashes."""
+the params that vary and the runs an experiment trained whose headline metrics vary, at most 100 columns, no
+dependency hashes."""
 
-from pipeline.reporting.experiments import columns, experiments_table
+from pipeline.reporting.experiments import METRICS_FILE, columns, experiments_table
 
 
 def _data(lam: float, alpha: float, c2: float, ms: float = 0.5) -> dict:
@@ -40,15 +41,16 @@ def test_the_params_that_vary_and_the_runs_that_moved_one_column_each():
     ]
     assert lines[3].split()[3:] == ["0.7000", "0.7000", "0.6000", "0.6100"]
     assert "ms " not in table and "data/" not in table  # ms did not move; no hashes
-    assert max(len(line) for line in lines) <= 120
+    assert max(len(line) for line in lines) <= 100
 
 
 def test_many_experiments_keep_the_workspace_the_commit_and_the_newest():
-    names = [name for name, _, _ in columns(_shown(9))]
+    names = [name for name, _, _, _ in columns(_shown(9))]
     assert names[:3] == ["workspace", "main", "exp-0"] and len(names) == 11
-    header = experiments_table(_shown(9), last=7).splitlines()[0].split()
-    assert header == ["workspace", "main", "exp-4", "exp-5", "exp-6", "exp-7", "exp-8"]
-    assert max(len(line) for line in experiments_table(_shown(9)).splitlines()) <= 120
+    header = experiments_table(_shown(9), last=5).splitlines()[0].split()
+    assert header == ["workspace", "main", "exp-6", "exp-7", "exp-8"]
+    assert experiments_table(_shown(9)).splitlines()[0].split()[2:] == ["exp-5", "exp-6", "exp-7", "exp-8"]  # 6 fit
+    assert max(len(line) for line in experiments_table(_shown(9), last=20).splitlines()) <= 100
 
 
 def test_nothing_that_varies_is_said_so():
@@ -56,11 +58,30 @@ def test_nothing_that_varies_is_said_so():
     assert "no param or headline metric differs" in experiments_table(shown)
 
 
-def test_long_values_are_cut_to_their_column():
-    shown = _shown(1)
-    shown[0]["data"]["params"]["params.yaml"]["data"]["backbone"] = "efficientnet_lite0"
-    shown[0]["data"]["params"]["params.yaml"]["data"]["methods"] = ["ms", "danml", "lifted", "anml_lifted"]
+def test_long_params_are_printed_in_full_under_the_table():
+    """Two experiments on two folders whose names share their first 30 characters: each cell holds a note mark, and
+    the notes give both paths in full (wrapped at 100 columns), so the two experiments can be told apart."""
+    shown = _shown(2)
+    folders = [
+        "/tmp/newuser/icons/a-very-long-folder-name/set-one",
+        "/tmp/newuser/icons/a-very-long-folder-name/set-two",
+    ]
+    for rev, folder in zip(shown[1]["experiments"][0]["revs"], folders):
+        rev["data"]["params"]["params.yaml"]["data"]["data"] = {"source": folder}
     lines = experiments_table(shown).splitlines()
-    row = next(line for line in lines if line.startswith("methods"))
-    assert row.split()[1] == '["ms",' and "…" in row and max(map(len, lines)) <= 120
-    assert len(row) == 34 + 3 * 12  # every cell in its column
+    row = next(line for line in lines if line.startswith("data.source"))
+    assert row.split()[1:] == ["-", "-", "[1]", "[2]"]
+    assert f"[1] data.source = {folders[0]}" in lines and f"[2] data.source = {folders[1]}" in lines
+    assert max(map(len, lines)) <= 100
+
+
+def test_runs_only_the_commit_holds_are_left_out():
+    """Beside the committed default (29 runs in its metrics), experiments on the user's own data train ms only: the
+    view shows ms's rows, not the default's other runs, which no experiment trained."""
+    shown = _shown(2)
+    shown[1]["data"]["metrics"][METRICS_FILE]["data"]["lifted"] = {"val_map_at_r": 0.3, "map_at_r": 0.2}
+    for entry in [shown[0], *shown[1]["experiments"][0]["revs"]]:
+        entry["data"]["metrics"][METRICS_FILE]["data"]["ms"]["val_map_at_r"] = 0.1 if entry is shown[0] else 0.2
+    table = experiments_table(shown)
+    assert "lifted" not in table
+    assert [line.split()[:3] for line in table.splitlines() if line.startswith("ms ")][0] == ["ms", "val", "MAP@R"]

@@ -243,7 +243,7 @@ def test_exp_run_reruns_only_the_changed_method(repo):
     assert view[0].split()[0] == "workspace", view
     rows = {line.split()[0] for line in view[1:] if line.strip()}
     assert {"baselines.ms.loss.alpha", "ccp.lambda", "ms", "c2_ccp"} <= rows, view
-    assert max(map(len, view)) <= 120 and not any("data/" in line for line in view)
+    assert max(map(len, view)) <= 100 and not any("data/" in line for line in view)
 
 
 def _tree(folder: Path) -> dict[str, bytes]:

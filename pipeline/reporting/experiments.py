@@ -1,12 +1,14 @@
-"""`dml experiments`: the experiments of `dvc exp show` as a person reads them, at most 120 columns wide.
+"""`dml experiments`: the experiments of `dvc exp show` as a person reads them, at most 100 columns wide.
 
 `dvc exp show --only-changed` puts every column that varies side by side: dependency hashes first (data/ablations,
 pipeline/...), then the params and, for this project, three headline metrics per run (87 for the digit default), so
 at 80 or 120 columns a reader sees hashes only. This view turns the table: one column per experiment (the
-workspace, the commit, its experiments, newest last) and one row per param that varies, then per run whose
-headline metrics vary, its validation MAP@R (choose by it, never by test), test MAP@R and P@1. Dependency hashes
-and the params no experiment changed are left out. The numbers are `dvc exp show --json`'s (DVC's own reading of
-params.yaml and reports/headline_metrics.json), rounded to 4 digits.
+workspace, the commit, its experiments, newest last) and one row per param that varies, then, for each run that an
+experiment (or the workspace) trained and whose headline metrics vary, its validation MAP@R (choose by it, never by
+test), test MAP@R and P@1. A run only the commit holds (the committed default's, beside experiments on your own data)
+is left out, and so are dependency hashes and the params no experiment changed. A value too long for its column
+(a folder in `data.source`) shows as a note mark, `[1]`, and is printed in full under the table. The numbers are
+`dvc exp show --json`'s (DVC's own reading of params.yaml and reports/headline_metrics.json), rounded to 4 digits.
 """
 
 from __future__ import annotations
@@ -14,12 +16,14 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+import textwrap
 
 from pipeline.infra.errors import PipelineError
 
 METRICS_FILE = "reports/headline_metrics.json"
 METRIC_ROWS = (("val_map_at_r", "val MAP@R"), ("map_at_r", "test MAP@R"), ("precision_at_1", "P@1"))
-WIDTH, LABEL, CELL = 120, 34, 12
+WIDTH, LABEL, CELL = 100, 28, 12
+FITS = (WIDTH - LABEL) // CELL  # experiment columns in WIDTH
 
 
 def shown_experiments(repo: str = ".") -> list[dict]:
@@ -44,59 +48,75 @@ def _flat(tree: dict, prefix: str = "") -> dict[str, object]:
     return out
 
 
-def columns(shown: list[dict]) -> list[tuple[str, dict, dict]]:
-    """(name, flat params, headline metrics) of the workspace, each commit and its experiments, in DVC's order."""
+def columns(shown: list[dict]) -> list[tuple[str, dict, dict, bool]]:
+    """(name, flat params, headline metrics, is a commit) of the workspace, each commit and its experiments, in DVC's
+    order."""
     found = []
 
-    def add(name: str, data: dict) -> None:
+    def add(name: str, data: dict, commit: bool) -> None:
         params = {}
         for file, content in (data.get("params") or {}).items():
             params.update(_flat((content or {}).get("data") or {}, "" if file == "params.yaml" else f"{file}:"))
         metrics = ((data.get("metrics") or {}).get(METRICS_FILE) or {}).get("data") or {}
-        found.append((name, params, metrics))
+        found.append((name, params, metrics, commit))
 
     for entry in shown:
-        add(
-            entry.get("name") or (entry["rev"] if entry["rev"] == "workspace" else entry["rev"][:7]),
-            entry.get("data") or {},
-        )
+        workspace = entry["rev"] == "workspace"
+        name = entry.get("name") or (entry["rev"] if workspace else entry["rev"][:7])
+        add(name, entry.get("data") or {}, not workspace)
         for experiment in entry.get("experiments") or []:
             for rev in experiment.get("revs") or []:
-                add(rev.get("name") or rev["rev"][:7], rev.get("data") or {})
+                add(rev.get("name") or rev["rev"][:7], rev.get("data") or {}, False)
     return found
 
 
-def _cell(value) -> str:
-    """A value in at most CELL - 1 characters (a longer one cut, ending in …)."""
+def _text(value) -> str:
     if isinstance(value, float):
-        text = f"{value:.4f}" if abs(value) >= 1e-3 or value == 0 else f"{value:.3g}"
-    else:
-        text = "-" if value is None else json.dumps(value) if isinstance(value, list) else str(value)
-    return text if len(text) < CELL else text[: CELL - 2] + "…"
+        return f"{value:.4f}" if abs(value) >= 1e-3 or value == 0 else f"{value:.3g}"
+    return "-" if value is None else json.dumps(value) if isinstance(value, list) else str(value)
 
 
-def experiments_table(shown: list[dict], last: int = 7) -> str:
-    """The view (module docstring) of the newest `last` columns (the workspace and the commit always shown)."""
+def _varies(values: list) -> bool:
+    return len({json.dumps(v, default=str) for v in values}) > 1
+
+
+def experiments_table(shown: list[dict], last: int = FITS) -> str:
+    """The view (module docstring) of the newest `last` columns (the workspace and the commit always shown; at most
+    as many as fit in WIDTH)."""
     found = columns(shown)
+    last = max(2, min(last, FITS))
     if len(found) > last:
         found = found[:2] + found[2:][-(last - 2) :]
-    varying = sorted(
-        {k for _, p, _ in found for k in p if len({json.dumps(q.get(k), default=str) for _, q, _ in found}) > 1}
-    )
-    runs = sorted({r for _, _, m in found for r in m})
-    lines = [f"{'':<{LABEL}}" + "".join(f"{_cell(name):>{CELL}}" for name, _, _ in found)]
+    names = [name for name, _, _, _ in found]
+    varying = sorted({k for _, p, _, _ in found for k in p if _varies([q.get(k) for _, q, _, _ in found])})
+    trained = {r for _, _, m, commit in found if not commit for r in m}  # by the workspace or an experiment
+    notes: list[str] = []
+
+    def cell(value, key: str = "") -> str:
+        text = _text(value)
+        if len(text) < CELL:
+            return f"{text:>{CELL}}"
+        if key:  # a param: in full under the table
+            notes.append(f"{key} = {text}")
+            return f"{f'[{len(notes)}]':>{CELL}}"
+        return f"{text[: CELL - 2] + '…':>{CELL}}"
+
+    def label(text: str) -> str:
+        return f"{text if len(text) < LABEL else '…' + text[-(LABEL - 2) :]:<{LABEL}}"
+
+    lines = [label("") + "".join(cell(n) for n in names)]
     for key in varying:
-        label = key if len(key) <= LABEL - 1 else "…" + key[-(LABEL - 2) :]
-        lines.append(f"{label:<{LABEL}}" + "".join(f"{_cell(p.get(key)):>{CELL}}" for _, p, _ in found))
+        lines.append(label(key) + "".join(cell(p.get(key), key) for _, p, _, _ in found))
     if varying:
         lines.append("")
-    for run in runs:
-        values = [[(m.get(run) or {}).get(metric) for _, _, m in found] for metric, _ in METRIC_ROWS]
-        if all(len({json.dumps(v) for v in row}) == 1 for row in values):
+    for run in sorted(trained):
+        rows = [[(m.get(run) or {}).get(metric) for _, _, m, _ in found] for metric, _ in METRIC_ROWS]
+        if not any(_varies(row) for row in rows):
             continue  # no experiment moved this run
-        for (_, name), row in zip(METRIC_ROWS, values):
-            label = f"{run[: LABEL - 12]:<{LABEL - 12}} {name:<11}"
-            lines.append(f"{label:<{LABEL}}" + "".join(f"{_cell(v):>{CELL}}" for v in row))
+        for (_, name), row in zip(METRIC_ROWS, rows):
+            lines.append(label(f"{run[: LABEL - 13]:<{LABEL - 13}} {name}") + "".join(cell(v) for v in row))
     if len(lines) == 1:
         lines.append("(no param or headline metric differs among these experiments)")
+    for n, note in enumerate(notes, 1):
+        lines += textwrap.wrap(note, WIDTH, initial_indent=f"[{n}] ", subsequent_indent="    ", break_on_hyphens=False)
     return "\n".join(line.rstrip() for line in lines)
