@@ -65,7 +65,7 @@ def embed_images(model, about: dict, files: list[Path], batch: int = 64) -> np.n
     from pipeline.models.export import preprocess
 
     transform, out = preprocess(about), []
-    for s in tqdm(range(0, len(files), batch), desc="embed", unit="batch"):
+    for s in tqdm(range(0, len(files), batch), desc="embed", unit="batch", disable=None):  # no bar when piped
         inputs = []
         for f in files[s : s + batch]:
             with opened_image(f) as image:
@@ -75,13 +75,17 @@ def embed_images(model, about: dict, files: list[Path], batch: int = 64) -> np.n
     return np.concatenate(out)
 
 
-def embedded(model, about: dict, items: list[str]) -> tuple[list[Path], list[str], np.ndarray]:
-    """Files, class folders and embeddings: read from one .npz of `dml embed`, or computed."""
+def listed(items: list[str]) -> tuple[list[Path], list[str], np.ndarray | None]:
+    """Files, class folders and, from one .npz of `dml embed`, their embeddings (None: images still to embed)."""
     if len(items) == 1 and items[0].endswith(".npz"):
         with np.load(items[0]) as saved:
             return [Path(p) for p in saved["paths"]], [str(c) for c in saved["classes"]], saved["embeddings"]
-    files, classes = image_files(items)
-    return files, classes, embed_images(model, about, files)
+    return *image_files(items), None
+
+
+def misses_first(misses: int) -> str:
+    """How the search picture orders its queries, in words."""
+    return "no miss" if misses == 0 else "the miss first" if misses == 1 else f"the {misses} misses first"
 
 
 def cmd_embed(args) -> None:
@@ -104,10 +108,12 @@ def cmd_search(args) -> None:
     from pipeline.models.export import load_model
 
     model, about = load_model(args.model)
-    gallery, gallery_classes, g = embedded(model, about, args.gallery)
-    queries, query_classes, q = embedded(model, about, args.queries)
-    if not 1 <= args.k <= len(gallery):
+    gallery, gallery_classes, g = listed(args.gallery)
+    queries, query_classes, q = listed(args.queries)
+    if not 1 <= args.k <= len(gallery):  # before any image is embedded
         raise UsageError(f"-k {args.k}: the gallery holds {len(gallery)} images")
+    g = embed_images(model, about, gallery) if g is None else g
+    q = embed_images(model, about, queries) if q is None else q
     found, distances = nearest_neighbours(g, args.k, queries=q)
     same = np.array([[gallery_classes[j] == query_classes[i] != "" for j in row] for i, row in enumerate(found)])
     table = pd.DataFrame(
@@ -145,7 +151,7 @@ def search_picture(queries, gallery, found, same, about: dict, path: Path, rows:
     top = found[chosen] + shown  # gallery rows after the queries in `images`
     names = dict(enumerate([*(query_classes[i] for i in chosen), *gallery_classes]))
     counts = f"{int(same[:, 0].sum())} of {len(query_files)} first matches in a folder of the query's name"
-    what = f"{shown} queries, the {misses} misses first; {counts}" if classes_known else f"the first {shown} queries"
+    what = f"{shown} queries, {misses_first(misses)}; {counts}" if classes_known else f"the first {shown} queries"
     retrieval_figure(
         f"{about['run']} ({about['model']})",
         images,

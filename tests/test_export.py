@@ -117,6 +117,31 @@ def test_the_command_line_reads_class_folders_as_the_folder_data_set_does(tmp_pa
         image_files([str(tmp_path / "missing")])
 
 
+def test_search_refuses_a_k_larger_than_the_gallery_before_embedding_anything(tmp_path, monkeypatch, capsys):
+    """`dml search -k 5` on a gallery of 3 images: one line and exit code 2, and no image embedded (the gallery's
+    size is known from its files)."""
+    from pipeline import cli
+
+    for name in ("g/a/1.png", "g/a/2.png", "g/b/3.png", "q/a/4.png"):
+        (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / name).write_bytes(b"")
+    monkeypatch.setattr("pipeline.models.export.load_model", lambda path: (None, {"run": "ms", "model": "m"}))
+
+    def no_embedding(*args, **kw):
+        raise AssertionError("embedded before the check")
+
+    monkeypatch.setattr(cli, "embed_images", no_embedding)
+    with pytest.raises(SystemExit) as stop:
+        cli.main(["search", "m.pt2", "--gallery", str(tmp_path / "g"), "--queries", str(tmp_path / "q"), "-k", "5"])
+    assert stop.value.code == 2 and capsys.readouterr().err.strip() == "error: -k 5: the gallery holds 3 images"
+
+
+def test_the_search_picture_counts_its_misses_in_words():
+    from pipeline.cli import misses_first
+
+    assert [misses_first(n) for n in (0, 1, 2)] == ["no miss", "the miss first", "the 2 misses first"]
+
+
 def test_a_recipe_resizes_any_image_to_the_models_input_and_square_images_as_the_pipeline_does():
     """An exported program takes its traced input size only; with resize 0 (the emoji default) the recipe resizes
     every image to it, which for a square image is exactly the pipeline's shorter-side resize."""
