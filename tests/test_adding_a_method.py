@@ -156,6 +156,7 @@ def copy(tmp_path_factory):
     for name in ("dvc.yaml", ".dvcignore", "pyproject.toml", "reports/emoji/claims.csv"):  # the last: the report's
         (repo / name).parent.mkdir(parents=True, exist_ok=True)  # companion table
         shutil.copy(ROOT / name, repo / name)
+    shutil.copytree(ROOT / "reports/emoji/tuning", repo / "reports/emoji/tuning")  # and its tuning records
     # one seed, no worker processes: the point is that the new runs train, not their spread or the workers
     write_params_like_dvc(
         repo / "conf" / "config.yaml",

@@ -171,7 +171,7 @@ def test_dataset_emoji_composes_its_settings_and_the_stages_run(three_sets, tmp_
         "imagenet",
         "frozen",
     )
-    assert params.backbone.input_size == 32 and params.tune.trials == 20  # the tiny values over the emoji ones
+    assert params.backbone.input_size == 32 and params.tune.trials == 30  # the tiny values over the emoji ones
     prepare.main(params, argparse.Namespace(out=str(tmp_path / "prepared")))
     embed.main(params, argparse.Namespace(data=str(tmp_path / "prepared"), out=str(tmp_path / "features")))
     with np.load(tmp_path / "features" / "features.npz") as z:

@@ -55,6 +55,7 @@ def tiny_project(repo: Path) -> Path:
     for name in ("dvc.yaml", ".dvcignore", "reports/emoji/claims.csv"):  # the last: the report's companion table
         (repo / name).parent.mkdir(parents=True, exist_ok=True)
         shutil.copy(ROOT / name, repo / name)
+    shutil.copytree(ROOT / "reports/emoji/tuning", repo / "reports/emoji/tuning")  # the companion's tuning records
     # the tiny config is the project's conf/ with the tiny values; params.yaml is composed from it, and every
     # `dvc exp run -S` below composes again (DVC's Hydra composition, as in the project)
     write_params_like_dvc(
