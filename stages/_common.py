@@ -3,16 +3,20 @@
 from __future__ import annotations
 
 import argparse
+import logging
 import os
 import signal
+import subprocess
 import sys
 from collections.abc import Callable
 from pathlib import Path
 
 from pipeline.config import load_params
-from pipeline.infra.console import start_stage_log
+from pipeline.infra.console import end_stage_log, failed_log, start_stage_log
 from pipeline.infra.errors import PipelineError
 from pipeline.infra.git_index import refresh_if_stale
+
+_log = logging.getLogger("pipeline.stage")  # DEBUG: written to the stage's log file, not to the console
 
 
 def run(description: str, configure: Callable[[argparse.ArgumentParser], None], body: Callable) -> None:
@@ -22,31 +26,56 @@ def run(description: str, configure: Callable[[argparse.ArgumentParser], None], 
     parser.add_argument("--params", default="params.yaml", help="params file (default: params.yaml)")
     configure(parser)
     args = parser.parse_args()
-    start_stage_log(Path(sys.argv[0]).stem)  # data/logs/<stage>.log: every epoch of every model
+    log_file = start_stage_log(Path(sys.argv[0]).stem)  # data/logs/<stage>.log: every epoch of every model
     # SIGTERM (dvc or a scheduler stopping the stage) unwinds like an error: atomic_path's cleanup runs, so no
     # temporary folder is left beside the outputs (a directory dependency such as data/models would see it)
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(128 + signal.SIGTERM))
     refresh_if_stale(
         args.params
     )  # a params.yaml that git shows unchanged although it is not (pipeline/infra/git_index.py)
+    succeeded = False
     try:
         body(load_params(args.params), args)
+        succeeded = True
     except (PipelineError, FileNotFoundError) as err:
         print(f"error: {err}", file=sys.stderr)
-        _restore_hint()
+        _log.debug("error: %s", err)  # the log file only (pipeline.infra.console)
+        _restore_hint(log_file)
         sys.exit(2)
     except Exception:
-        _restore_hint()
+        _log.debug("failed", exc_info=True)
+        _restore_hint(log_file)
         raise
+    finally:
+        end_stage_log(log_file, succeeded)
 
 
-# DVC removed the failed stage's outputs before it ran, `dvc exp run -S` wrote params.yaml and the stages before
-# may have written dvc.lock and reports/: this puts back the last commit's and the outputs it records from DVC's
-# cache (--allow-missing: the stages never run on this machine have none there)
+# `dvc exp run -S` wrote params.yaml and the stages before may have written dvc.lock and reports/ (the failed stage's
+# own outputs: DVC removed them before it ran, but for the persisted ones, such as data/prepared): this puts back the
+# last commit's and the outputs it records from DVC's cache (--allow-missing: stages never run here have none there)
 RESTORE = "git checkout HEAD -- params.yaml dvc.lock reports && dvc checkout --allow-missing"
 
 
-def _restore_hint() -> None:
-    """Under DVC, the one command that brings the workspace back to its last commit."""
-    if os.environ.get("DVC_STAGE"):
+def last_experiment() -> str | None:
+    """The newest of this repository's DVC experiments (refs/exps/<2 hex>/<38 hex>/<name>), or None."""
+    listing = subprocess.run(
+        ["git", "for-each-ref", "--sort=-committerdate", "--format=%(refname)", "refs/exps"],
+        capture_output=True,
+        text=True,
+    ).stdout.split()
+    for ref in listing:
+        parts = ref.split("/")
+        if len(parts) == 5 and len(parts[2]) == 2 and len(parts[3]) == 38:
+            return parts[4]
+    return None
+
+
+def _restore_hint(log_file: Path) -> None:
+    """Where this run's log went; under DVC, the command that brings back the last experiment or the last commit."""
+    print(f"this run's log: {failed_log(log_file)} ({log_file.name}: the last successful run's)", file=sys.stderr)
+    if not os.environ.get("DVC_STAGE"):
+        return
+    if name := last_experiment():
+        print(f"back to your last experiment: dvc exp apply {name}; to the last commit: {RESTORE}", file=sys.stderr)
+    else:
         print(f"the workspace as its last commit had it, outputs from DVC's cache: {RESTORE}", file=sys.stderr)

@@ -1,8 +1,11 @@
 """Your own images (pipeline/datasets/folder.py): a folder of class folders or a CSV manifest, the MLRC split and folds,
 and one line naming the file or class for bad input, with nothing written."""
 
+import os
 import re
 import struct
+import subprocess
+import sys
 import zlib
 
 import numpy as np
@@ -12,6 +15,7 @@ from PIL import Image
 
 from pipeline.data.manifest import DataError, read_manifest
 from pipeline.datasets.folder import write_folder
+from tests.conftest import ROOT, merge, write_params
 
 
 def make_folder(root, classes: int = 8, per_class: int = 3, size=(12, 10), seed: int = 0):
@@ -79,6 +83,10 @@ def test_a_csv_manifest_with_relative_paths(tmp_path):
             lambda src: (src / "class_03" / "nested" / "img0.png").unlink() or (src / "class_03" / "img1.png").unlink(),
             "class 'class_03': 1 image (every class needs at least 2)",
         ),
+        (  # an empty class folder is named like a class of one image, not silently left out
+            lambda src: [f.unlink() for f in (src / "class_02").rglob("*.png")],
+            "class 'class_02': 0 images in ",
+        ),
         (
             lambda src: (src / "class_05" / "img2.png").write_bytes(b"not a png"),
             "class_05/img2.png: not a readable image",
@@ -119,3 +127,37 @@ def test_missing_source_duplicate_paths_and_too_few_classes(tmp_path):
     with pytest.raises(DataError, match="2 training classes cannot make 4 folds"):
         write_folder(out, str(source), 4)
     assert list(out.iterdir()) == []
+
+
+def test_a_bad_folder_keeps_the_last_good_runs_folder_and_log(tmp_path, tiny_dict):
+    """The prepare stage run good -> bad (an empty class) -> good, as DVC runs it (DVC_STAGE set): the bad run stops
+    with the class named on the first line, leaves the good run's data/prepared and data/logs/prepare.log as they
+    were and its own log in prepare.failed.log; the next good run clears that."""
+    good, bad = make_folder(tmp_path / "good"), make_folder(tmp_path / "bad")
+    for f in (bad / "class_04").rglob("*.png"):
+        f.unlink()
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "DVC_STAGE": "prepare", "DVC_ROOT": str(tmp_path)}
+    env.pop("DML_LOG_FILE", None)
+    logs = tmp_path / "data" / "logs"
+
+    def prepare(source):
+        params = merge(tiny_dict, {"data": {"name": "folder", "source": str(source), "setting": "none"}})
+        write_params(tmp_path / "params.yaml", params)
+        command = [sys.executable, "-m", "stages.prepare", "--params", "params.yaml", "--out", "data/prepared"]
+        return subprocess.run(command, cwd=tmp_path, env=env, capture_output=True, text=True)
+
+    assert prepare(good).returncode == 0
+    prepared = sorted(p.relative_to(tmp_path) for p in (tmp_path / "data" / "prepared").rglob("*"))
+    good_log = (logs / "prepare.log").read_text()
+    assert str(good) in good_log
+    failed = prepare(bad)
+    assert failed.returncode == 2
+    errors = [line for line in failed.stderr.splitlines() if line.startswith("error: ")]
+    assert errors == [f"error: class 'class_04': 0 images in {bad / 'class_04'} (every class needs at least 2)"]
+    assert f"this run's log: {logs / 'prepare.failed.log'} (prepare.log: the last successful run's)" in failed.stderr
+    assert "git checkout HEAD -- params.yaml" in failed.stderr  # no experiment in this folder: the last commit
+    assert sorted(p.relative_to(tmp_path) for p in (tmp_path / "data" / "prepared").rglob("*")) == prepared
+    assert (logs / "prepare.log").read_text() == good_log
+    assert "class_04" in (logs / "prepare.failed.log").read_text()
+    assert prepare(good).returncode == 0
+    assert sorted(p.name for p in logs.iterdir()) == [".gitignore", "prepare.log"]

@@ -88,6 +88,30 @@ def test_your_own_image_folder_trains_exports_and_the_command_line_searches_it(r
     for attempt in range(2):  # the second run stashes the first one's results: without an identity git refuses
         ran = stages_run(sh(DVC + ["exp", "run", *options], here, home))
         assert ran == (planned if attempt == 0 else set()), ran
+    # after the first run, what a changed value reruns (docs/your-data.md): params.yaml composed as `dvc exp run -S`
+    # composes it, then `dvc status` (DVC's `exp run --dry` works in a copy without the outputs: it fails there)
+    values = ["dataset=folder", "data.source=/path/to/images", "scope=methods", "ccp.lambda=1e-3"]
+    assert f"python -m pipeline.compose {' '.join(values)}" in docs
+    values[1] = f"data.source={images}"
+    sh([sys.executable, "-m", "pipeline.compose", *values, "backbone.name=pixels"], here, home)
+    status = sh(DVC + ["status"], here, home)
+    assert [line for line in status.splitlines() if line.endswith(":") and not line[0].isspace()] == ["tune:"], status
+    # good -> bad -> good: a folder with an empty class stops before prepare's last output is touched
+    broken = make_folder(root / "broken", classes=8, per_class=6)
+    for f in (broken / "class_03").rglob("*.png"):
+        f.unlink()
+    prepared, log = _tree(here / "data" / "prepared"), (here / "data" / "logs" / "prepare.log").read_text()
+    bad = [*options[:2], "-S", f"data.source={broken}", *options[4:]]
+    out = sh(DVC + ["exp", "run", *bad], here, home, fails=True)
+    assert f"error: class 'class_03': 0 images in {broken / 'class_03'}" in out, out
+    assert _tree(here / "data" / "prepared") == prepared
+    assert (here / "data" / "logs" / "prepare.log").read_text() == log
+    hint = next(line for line in out.splitlines() if line.startswith("back to your last experiment: "))
+    apply = hint.split(": ", 1)[1].split(";")[0].split()  # dvc exp apply <the last good experiment>
+    assert apply[:3] == ["dvc", "exp", "apply"]
+    sh(DVC + apply[1:], here, home)
+    assert f"source: {images}" in (here / "params.yaml").read_text()
+    assert stages_run(sh(DVC + ["exp", "run", *options], here, home)) == set()
     exported = sorted(p.name for p in (here / "data" / "export").iterdir())
     assert exported == sorted(f"{run}.pt2" for run in RUNS)
     assert sorted(json.loads((here / "reports" / "headline_metrics.json").read_text())) == sorted(RUNS)

@@ -26,9 +26,9 @@ GIT_IDENTITY = {
 }
 
 
-def sh(cmd, cwd, home: Path | None = None):
-    """Run `cmd`; with `home`, as on a fresh machine: that (empty) HOME and caches, no git identity in the
-    environment."""
+def sh(cmd, cwd, home: Path | None = None, fails: bool = False):
+    """Run `cmd` (`fails`: expecting a non-zero exit); with `home`, as on a fresh machine: that (empty) HOME and
+    caches, no git identity in the environment."""
     # dvc.yaml's commands call `python`: the interpreter running the tests must come first on PATH
     env = {
         **GIT_IDENTITY,
@@ -39,7 +39,7 @@ def sh(cmd, cwd, home: Path | None = None):
         env = {k: v for k, v in env.items() if not k.startswith("GIT_")}
         env.update(HOME=str(home), XDG_CACHE_HOME=str(home / ".cache"), XDG_CONFIG_HOME=str(home / ".config"))
     done = subprocess.run(cmd, cwd=cwd, capture_output=True, text=True, env=env)
-    assert done.returncode == 0, f"{cmd} failed:\n{done.stdout}\n{done.stderr}"
+    assert (done.returncode != 0) == fails, f"{cmd} exit {done.returncode}:\n{done.stdout}\n{done.stderr}"
     return done.stdout + done.stderr
 
 

@@ -6,9 +6,9 @@ read-only, and a link would carry that to your originals), the classes
 sorted by name and numbered, and the MLRC protocol applied as to every named data set (pipeline/data/manifest.py):
 the first half of the sorted classes train, the second half test, the training classes cut into class-disjoint
 folds. Bad input stops with one line naming the file or class, before anything is copied: a missing source, a
-class with fewer than 2 images, an image that cannot be read or whose pixel data does not decode whole, a path
-listed twice, too few classes for the folds. Transparent images are kept as they are and composited over
-``data.background`` when they become inputs (pipeline/models/transforms.py).
+class with fewer than 2 images (an empty class folder too), an image that cannot be read or whose pixel data does
+not decode whole, a path listed twice, too few classes for the folds. Transparent images are kept as they are and
+composited over ``data.background`` when they become inputs (pipeline/models/transforms.py).
 DVC does not see inside `data.source`: after changing its images, rerun ``dvc repro -f prepare``.
 """
 
@@ -38,6 +38,8 @@ def _from_folder(root: Path) -> tuple[list[Path], list[str]]:
     files, labels = [], []
     for folder in classes:
         found = sorted(p for p in folder.rglob("*") if p.is_file() and p.suffix.lower() in IMAGE_SUFFIXES)
+        if not found:  # as a class of one image (write_folder), not a class silently left out
+            raise DataError(f"class {folder.name!r}: 0 images in {folder} (every class needs at least 2)")
         files += found
         labels += [folder.name] * len(found)
     return files, labels

@@ -56,17 +56,43 @@ def configure_logging(log_file: Path | None = None) -> None:
 
 
 def start_stage_log(module: str) -> Path:
-    """Empty the stage's log file, name it to this process's workers and log to it (`configure_logging`)."""
+    """Start the stage's log file afresh (the last run's set aside until this one succeeds, `end_stage_log`), name
+    it to this process's workers and log to it (`configure_logging`)."""
     path = stage_log(module)
     path.parent.mkdir(parents=True, exist_ok=True)
     ignore = path.parent / ".gitignore"
     if not ignore.exists():  # the folder ignores itself (as .ruff_cache does): no log in git or in an experiment
         ignore.write_text("# written by pipeline/infra/console.py: logs are not results\n*\n")
+    if path.exists():
+        path.replace(_set_aside(path))
     path.write_text("")
     os.environ[LOG_VARIABLE] = str(path.resolve())
     configure_logging(path)
     logging.getLogger(__name__).info("log: %s (every message of the stage, each epoch of each model)", path)
     return path
+
+
+def _set_aside(path: Path) -> Path:
+    return path.with_name(f".{path.name}.last")
+
+
+def failed_log(path: Path) -> Path:
+    return path.with_suffix(".failed.log")
+
+
+def end_stage_log(path: Path, succeeded: bool) -> None:
+    """A stage's log file always holds its last successful run: a failed run's log moves to <stage>.failed.log and
+    the one set aside at the start (`start_stage_log`) comes back (issue 64: a bad input keeps the good run's log)."""
+    for handler in logging.getLogger().handlers:
+        handler.flush()
+    last = _set_aside(path)
+    if succeeded:
+        last.unlink(missing_ok=True)
+        failed_log(path).unlink(missing_ok=True)
+        return
+    path.replace(failed_log(path))
+    if last.exists():
+        last.replace(path)
 
 
 def in_worker() -> bool:
