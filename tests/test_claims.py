@@ -416,7 +416,8 @@ def test_the_proof_of_concept_is_a_holm_family_of_its_own():
     ].tolist() == ["untuned", "reproduced"]
 
 
-def test_a_study_with_a_trial_cut_by_the_epoch_cap_is_unfinished():
+def test_a_study_with_a_trial_cut_by_the_epoch_cap_is_unfinished(monkeypatch):
+    from pipeline.reporting import tuning
     from pipeline.reporting.tuning import claim_tuning, tuning_markdown
 
     a, b = study("a", 20, {"ccp.lambda": 5.0}, best_trial=3), study("b", 20, {"profs.rho": 4.0}, best_trial=3)
@@ -424,3 +425,9 @@ def test_a_study_with_a_trial_cut_by_the_epoch_cap_is_unfinished():
     assert claim_tuning({"a": a, "b": b}, "a", "b") == ("tuning unfinished", "b: trials 5, 14 cut by the epoch cap")
     text = tuning_markdown(params_with(), [a, b], 2)
     assert "stopped at the epoch cap" in text and "`b` (trials 5, 14)" in text
+    assert "a new study, `<study>-epochs<cap>` at the raised cap, runs every trial again" in text  # run_study's name
+    counted = []
+    monkeypatch.setattr(
+        tuning, "capped_trials", lambda r, real=tuning.capped_trials: counted.append(r["run"]) or real(r)
+    )
+    assert tuning_markdown(params_with(), [a, b], 2) == text and counted == ["a", "b"]  # once per record

@@ -84,3 +84,44 @@ def test_the_stage_log_folder_ignores_itself_in_any_repository(tmp_path):
         ["git", "status", "--porcelain", "--untracked-files=all"], cwd=tmp_path, capture_output=True
     )
     assert status.stdout == b""
+
+
+def test_the_evaluate_stage_draws_one_bar_for_all_its_models(monkeypatch, tmp_path, tiny_dict):
+    """Issue 64: one bar for the stage, not a kNN bar per model."""
+    import argparse
+    import json
+
+    import numpy as np
+    import tqdm
+
+    from pipeline.config import params_from_dict
+    from pipeline.families import all_runs
+    from pipeline.training.runs import model_ids, model_name
+    from stages import evaluate
+    from tests.conftest import merge
+
+    params = params_from_dict(merge(tiny_dict, {"eval": {"workers": 1}}))
+    rng = np.random.default_rng(0)
+    labels = np.repeat(np.arange(4), 10)
+    for run in all_runs(params):
+        for fold, seed in model_ids(params):
+            folder = tmp_path / "models" / run / model_name(fold, seed)
+            folder.mkdir(parents=True)
+            np.savez(folder / "test_embeddings.npz", embeddings=rng.normal(size=(40, 8)), labels=labels)
+            (folder / "summary.json").write_text(json.dumps({"best_val_map_at_r": 0.5}))
+    bars = []
+    monkeypatch.setattr(
+        tqdm.tqdm,
+        "__init__",
+        lambda self, *a, real=tqdm.tqdm.__init__, **k: (bars.append(k.get("desc")), real(self, *a, **k))[1],
+    )
+    args = argparse.Namespace(
+        models=str(tmp_path / "models"),
+        out=str(tmp_path / "metrics"),
+        spectra=str(tmp_path / "spectra"),
+        per_class=str(tmp_path / "per_class"),
+        headline=str(tmp_path / "headline.json"),
+    )
+    evaluate.main(params, args)
+    assert bars == ["evaluate"]
+    assert len(json.loads((tmp_path / "headline.json").read_text())) == len(all_runs(params))

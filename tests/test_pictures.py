@@ -90,3 +90,26 @@ def test_the_search_picture_shows_the_misses_first_and_counts_as_the_console_doe
     assert [p.name for p in images[:3]] == ["q1.png", "q3.png", "q0.png"]  # the misses q1, q3, then q0
     assert drawn["args"][5].tolist() == [[5, 4], [3, 6], [3, 4]]  # their gallery rows after the 3 queries
     assert drawn["kw"]["heading"] == what and drawn["args"][8] == "white"  # a recipe without one: white
+
+
+def test_long_class_names_are_drawn_whole_or_shortened_in_the_middle(monkeypatch, tmp_path):
+    """Issue 64: `dml search --picture` drew "missed_video_cal" for "missed_video_call"."""
+    drawn = {}
+    monkeypatch.setattr(pictures, "save", lambda fig, *a, **k: drawn.update(fig=fig))
+    names = {0: "missed_video_call_from_a_friend", 1: "x" * 30 + "_the_end_of_a_very_long_class_name"}
+    pictures.retrieval_figure(
+        "ms",
+        _images(tmp_path, 2),
+        np.array([0, 1]),
+        names,
+        np.array([0]),
+        np.array([[1]]),
+        None,
+        tmp_path / "p.png",
+        "white",
+    )
+    query, neighbour = (ax.get_title().replace("\n", "") for ax in drawn["fig"].axes)
+    assert query == "query: missed_video_call_from_a_friend"
+    assert neighbour == "x" * 19 + "…" + "of_a_very_long_class_name"[-20:] and len(neighbour) == 40
+    assert pictures.cell_label("missed_video_call") == "missed_video_call"
+    assert pictures.cell_label("query: missed_video_call") == "query: missed_video_\ncall"

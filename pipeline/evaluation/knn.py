@@ -20,7 +20,6 @@ from __future__ import annotations
 from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
-from tqdm import tqdm
 
 from pipeline import numerics
 from pipeline.numerics import faiss
@@ -102,7 +101,6 @@ def nearest_neighbours(
     x: np.ndarray,
     k: int,
     chunk: int = 4096,
-    progress: bool = False,
     queries: np.ndarray | None = None,
     threads: int | None = None,
 ):
@@ -130,7 +128,7 @@ def nearest_neighbours(
     bound = float32_error_bound(query_norms, float(norms.max()), x.shape[1])
     out_i = np.empty((len(q), k), dtype=np.int64)
     out_d = np.empty((len(q), k), dtype=np.float64)
-    for s in tqdm(range(0, len(q), chunk), desc="kNN", unit="chunk", disable=not progress):
+    for s in range(0, len(q), chunk):
         e = min(s + chunk, len(q))
         exclude = None if gallery else np.arange(s, e)
         out_i[s:e], out_d[s:e] = _search(index, x64, q[s:e], k, exclude, bound[s:e], threads or numerics.threads())

@@ -29,11 +29,11 @@ def evaluate_model(
     if query is not None and query.any():
         g = ~query
         depth = neighbour_depth(labels[query], cfg.recall_at, labels[g])
-        neighbours, _ = nearest_neighbours(x[g], depth, cfg.query_chunk, progress=True, queries=x[query])
+        neighbours, _ = nearest_neighbours(x[g], depth, cfg.query_chunk, queries=x[query])
         out = retrieval_metrics(neighbours, labels[query], cfg.recall_at, gallery_labels=labels[g])
         per_class = class_scores(neighbours, labels[query], gallery_labels=labels[g])
     else:
-        neighbours, _ = nearest_neighbours(x, neighbour_depth(labels, cfg.recall_at), cfg.query_chunk, progress=True)
+        neighbours, _ = nearest_neighbours(x, neighbour_depth(labels, cfg.recall_at), cfg.query_chunk)
         out = retrieval_metrics(neighbours, labels, cfg.recall_at)
         per_class = class_scores(neighbours, labels)
     out.update(clustering_metrics(x, labels, seed, cfg.kmeans_niter, cfg.kmeans_restarts))

@@ -10,7 +10,8 @@ sub-problems), from the stage process and its workers, in ``data/logs/<stage>.lo
 name, e.g. ``train@ms`` -> ``train-ms.log``; outside DVC the stage module's), rewritten by each run of the stage and
 named on the console when the stage starts. The folder holds a ``.gitignore`` of ``*``: git and `dvc exp run` never
 take a log into a commit, whatever the project's own ignores. Library noise is left out of both: faiss's loader
-reports at INFO that it could not load its AVX-512 build, once per process. A worker draws no bar of its own.
+reports at INFO that it could not load its AVX-512 build, once per process. A worker draws no bar of its own, nor does
+a step of a job (the evaluate stage's kNN searches): one bar per stage, drawn only on a terminal.
 """
 
 from __future__ import annotations
@@ -134,7 +135,7 @@ def jobs_bar(total: int, desc: str, queue=None):
     if queue is not None:
         listener = threading.Thread(target=_relay, args=(queue,), daemon=True)
         listener.start()
-    with tqdm(total=total, desc=desc, unit="job") as bar:
+    with tqdm(total=total, desc=desc, unit="job", disable=None) as bar:  # no bar when the console is piped
         _bar = bar
         try:
             yield bar

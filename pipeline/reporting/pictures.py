@@ -25,6 +25,7 @@ from pipeline.reporting.figures import save  # noqa: E402
 
 RIGHT, WRONG = "#1a9850", "#d73027"
 PICTURE_DPI, PICTURE_COLORS = 100, 96  # palette PNGs: small in git, the same bytes everywhere
+LABEL_WIDTH = 20  # characters of a 6-point label line that fit a grid cell's width (1.15 inch)
 
 
 def drawn_classes(labels: np.ndarray, count: int, seed: int) -> np.ndarray:
@@ -63,6 +64,16 @@ def _thumbnail(path: Path, background: str, side: int = 64) -> np.ndarray:
         return np.asarray(rgb)
 
 
+def cell_label(text: str, width: int = LABEL_WIDTH, lines: int = 2) -> str:
+    """`text` in lines of `width` characters, at most `lines` of them; a longer text keeps its start and end
+    around an ellipsis (class names often differ at the end: ``missed_video_call``, ``missed_video_chat``)."""
+    room = width * lines
+    if len(text) > room:
+        head = (room - 1) // 2
+        text = text[:head] + "…" + text[len(text) - (room - 1 - head) :]
+    return "\n".join(text[i : i + width] for i in range(0, len(text), width))
+
+
 def retrieval_figure(
     title: str,
     images: list[Path],
@@ -93,8 +104,8 @@ def retrieval_figure(
             for spine in ax.spines.values():
                 spine.set_edgecolor(colour)
                 spine.set_linewidth(1.5 if ok is None else 4)
-            text = names.get(int(labels[row]), str(labels[row]))
-            ax.set_title(("query: " if c == 0 else ("✗ " if ok is False else "")) + text[:16], fontsize=6, color=colour)
+            mark = "query: " if c == 0 else ("✗ " if ok is False else "")
+            ax.set_title(cell_label(mark + names.get(int(labels[row]), str(labels[row]))), fontsize=6, color=colour)
     if right is None:
         heading = f"{title}: top-{k} of {rows} queries (no classes known)"
     elif heading is None:

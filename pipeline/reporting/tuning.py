@@ -197,13 +197,12 @@ def tuning_markdown(params: Params, records: list[dict], decimals: int) -> str:
             )
             + ". The runs that inherit their values are flagged with their source in claims.md.\n"
         )
-    capped = {r["run"]: capped_trials(r) for r in records if capped_trials(r)}
+    capped = {r["run"]: trials for r in records if (trials := capped_trials(r))}
     if capped:
         text += (
             "\nTrials in which a fold model stopped at the epoch cap (its score is a clipped one; raise "
-            "`train.max_epochs` for the data set, and the study runs those trials again): "
-            + ", ".join(f"`{run}` ({_trials(t)})" for run, t in capped.items())
-            + ".\n"
+            "`train.max_epochs` for the data set, and a new study, `<study>-epochs<cap>` at the raised cap, runs "
+            "every trial again): " + ", ".join(f"`{run}` ({_trials(t)})" for run, t in capped.items()) + ".\n"
         )
     if untuned:
         text += (
