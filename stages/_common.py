@@ -71,11 +71,11 @@ def last_experiment() -> str | None:
 
 
 def _restore_hint(log_file: Path) -> None:
-    """Where this run's log went; under DVC, the command that brings back the last experiment or the last commit."""
-    print(f"this run's log: {failed_log(log_file)} ({log_file.name}: the last successful run's)", file=sys.stderr)
+    """Under DVC: where this run's log went, and the commands that bring back the last experiment (if any) and the
+    last commit (after the one-line error, which stays the last line outside DVC)."""
     if not os.environ.get("DVC_STAGE"):
         return
+    print(f"this run's log: {failed_log(log_file)} ({log_file.name}: the last successful run's)", file=sys.stderr)
     if name := last_experiment():
-        print(f"back to your last experiment: dvc exp apply {name}; to the last commit: {RESTORE}", file=sys.stderr)
-    else:
-        print(f"the workspace as its last commit had it, outputs from DVC's cache: {RESTORE}", file=sys.stderr)
+        print(f"back to your last experiment (its params, dvc.lock, outputs): dvc exp apply {name}", file=sys.stderr)
+    print(f"back to the last commit (outputs from DVC's cache): {RESTORE}", file=sys.stderr)

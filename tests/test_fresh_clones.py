@@ -44,7 +44,9 @@ def test_the_run_cache_travels_through_a_remote(repo, tmp_path_factory):
     assert ran_a == {"prepare", "embed", "tune", "train@ms"}
     sh(DVC + ["push", "--run-cache"], a)
     out = sh(DVC + ["repro", "--pull", "train@ms", "train@proxy_anchor"], b)  # pulls the run cache first
-    assert stages_run(out) == {"train@proxy_anchor"}  # prepare, embed, tune, train@ms: restored from A's runs
+    # embed, tune, train@ms: restored from A's runs; prepare reruns (a persisted output has no run cache) and
+    # writes the same data set, so nothing after it retrains
+    assert stages_run(out) == {"prepare", "train@proxy_anchor"}
     assert "Stage 'train@ms' is cached - skipping run" in out
     for name in ("data/models/ms", "data/train_logs/ms"):
         assert _tree(a / name) == _tree(b / name)
@@ -106,8 +108,8 @@ def test_your_own_image_folder_trains_exports_and_the_command_line_searches_it(r
     assert f"error: class 'class_03': 0 images in {broken / 'class_03'}" in out, out
     assert _tree(here / "data" / "prepared") == prepared
     assert (here / "data" / "logs" / "prepare.log").read_text() == log
-    hint = next(line for line in out.splitlines() if line.startswith("back to your last experiment: "))
-    apply = hint.split(": ", 1)[1].split(";")[0].split()  # dvc exp apply <the last good experiment>
+    hint = next(line for line in out.splitlines() if line.startswith("back to your last experiment "))
+    apply = hint.split(": ", 1)[1].split()  # dvc exp apply <the last good experiment>
     assert apply[:3] == ["dvc", "exp", "apply"]
     sh(DVC + apply[1:], here, home)
     assert f"source: {images}" in (here / "params.yaml").read_text()

@@ -346,7 +346,7 @@ def test_a_failed_stage_loses_nothing(repo):
     committed = _tree(repo / "reports"), (repo / "params.yaml").read_text(), (repo / "dvc.lock").read_text()
     err = _fails(DVC + ["exp", "run", "-S", "train.lr=-1", "train@ms"], repo)
     assert "train.lr" in err and (repo / "params.yaml").read_text() != committed[1]
-    restore = next(line.split(": ", 1)[1] for line in err.splitlines() if line.startswith("the workspace as its last"))
+    restore = next(line.split(": ", 1)[1] for line in err.splitlines() if line.startswith("back to the last commit"))
     sh(["bash", "-c", restore], repo)
     assert (_tree(repo / "reports"), (repo / "params.yaml").read_text(), (repo / "dvc.lock").read_text()) == committed
     assert "up to date" in sh(DVC + ["status"], repo).lower()

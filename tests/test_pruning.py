@@ -192,15 +192,11 @@ def test_a_study_through_the_training_loop_prunes_trials_and_keeps_their_sibling
     (tmp_path / "features").mkdir()
     features.save(tmp_path / "features" / "features.npz")
     rule = {"rule": "percentile", "percentile": 99.0, "warmup": 1, "interval": 1, "window": 1, "min_trials": 1}
-    params = params_from_dict(
-        merge(
-            tiny_dict,
-            {
-                "tune": {"startup_trials": 2, "spaces": {"ms": SPACE}, "pruner": rule},
-                "train": {"max_epochs": 6, "patience": 6},
-            },
-        )
+    settings = merge(
+        tiny_dict, {"tune": {"startup_trials": 2, "pruner": rule}, "train": {"max_epochs": 6, "patience": 6}}
     )
+    settings["tune"]["spaces"] = {"ms": SPACE}  # this space alone, not merged into the project's
+    params = params_from_dict(settings)
     epochs = []
     with Workers(1, 1) as workers:
         objective = validation_objective(params, "ms", str(manifest.root), str(tmp_path / "features"), workers)
