@@ -14,6 +14,17 @@ def test_every_stage_depends_on_exactly_the_code_its_command_imports():
     assert not found, "run `python -m pipeline.orchestration.dvc_deps --write`: " + ", ".join(found)
 
 
+def test_dvc_lock_holds_only_the_stages_dvc_yaml_defines():
+    """DVC keeps a removed stage's entry in dvc.lock forever: a renamed stage would leave its old record beside the
+    new one (issue 63). Each entry must be a stage of today's dvc.yaml (its matrix and foreach expanded)."""
+    import yaml
+    from dvc.repo import Repo
+
+    live = {stage.addressing for stage in Repo(str(ROOT)).index.stages}
+    locked = set(yaml.safe_load((ROOT / "dvc.lock").read_text())["stages"])
+    assert not locked - live, f"stale dvc.lock entries: {sorted(locked - live)}"
+
+
 def test_only_the_stages_that_run_a_solver_or_model_depend_on_it():
     """Loading params (pipeline/config, which every stage does) imports no LANML solver and no training code, so an
     edit to them reruns only the stages that run them."""
