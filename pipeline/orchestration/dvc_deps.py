@@ -90,9 +90,9 @@ def stage_module(stage: str, cmd: str) -> str:
 
 def stage_modules(dvc_yaml: Path) -> list[str]:
     """The `stages.<name>` module of every stage command in dvc.yaml (a matrix's stages share one), in order."""
-    import yaml
+    from ruamel.yaml import YAML
 
-    stages = yaml.safe_load(dvc_yaml.read_text())["stages"]
+    stages = YAML(typ="safe").load(dvc_yaml)["stages"]
     commands = {name: " ".join(str(stage["cmd"]).split()) for name, stage in stages.items()}
     return list(dict.fromkeys(stage_module(n, c) for n, c in commands.items() if f"-m {SELF} " not in c))
 
