@@ -157,3 +157,11 @@ def test_your_own_image_folder_trains_exports_and_the_command_line_searches_it(r
     assert missing.returncode == 2 and missing.stderr.strip().endswith(
         "nothing.pt2: no exported model (the export stage writes data/export/<run>.pt2)"
     )
+    # the narrowed run of docs/your-data.md, twice: one run trained (ms, already trained: restored, not retrained)
+    narrowed = ["-S", "experiment.methods=[ms]", "-S", "ccp.losses=[]", "-S", "profs.losses=[]"]
+    assert "-S 'experiment.methods=[ms]' -S 'ccp.losses=[]' -S 'profs.losses=[]'" in docs
+    for attempt in range(2):
+        ran = stages_run(sh(DVC + ["exp", "run", *options, *narrowed], here, home))
+        assert ran == ({"tune", "evaluate", "pictures", "export"} if attempt == 0 else set()), ran
+    assert sorted(p.name for p in (here / "data" / "export").iterdir()) == ["ms.pt2"]
+    assert "train@ms" in sh(DVC + ["dag"], here, home)
