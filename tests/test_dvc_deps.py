@@ -1,23 +1,41 @@
-"""dvc.yaml's code deps equal each stage's import closure (pipeline/orchestration/dvc_deps.py), so an edit reruns what it affects."""
+"""Each stage's code as one dependency (pipeline/orchestration/dvc_deps.py): data/code/<stage module>.json hashes
+every project file the stage's command can import, so an edit reruns what it affects and dvc.yaml lists no code."""
 
+import hashlib
+import json
 import textwrap
 from pathlib import Path
 
 import pytest
+import yaml
 
-from pipeline.orchestration import dvc_deps
-from pipeline.orchestration.dvc_deps import ROOT, closure, differences, expand, main, wanted_deps, write
+from pipeline.orchestration.dvc_deps import (
+    ROOT,
+    closure,
+    fingerprint_file,
+    main,
+    stage_module,
+    stage_modules,
+    write_fingerprints,
+)
 
 
-def test_every_stage_depends_on_exactly_the_code_its_command_imports():
-    found = differences(ROOT / "dvc.yaml")
-    assert not found, "run `python -m pipeline.orchestration.dvc_deps --write`: " + ", ".join(found)
+def test_every_stage_depends_on_its_code_file_and_lists_no_code():
+    """The one code dep of each stage is its module's fingerprint (written by the code stage, which depends on
+    the code folders); no stage lists a code file of its own, which could drift from what it imports."""
+    stages = yaml.safe_load((ROOT / "dvc.yaml").read_text())["stages"]
+    assert stages["code"]["deps"] == ["pipeline", "stages"] and stages["code"]["outs"] == ["data/code"]
+    for name, stage in stages.items():
+        if name == "code":
+            continue
+        deps = [d if isinstance(d, str) else next(iter(d)) for d in stage["deps"]]
+        assert deps[0] == fingerprint_file(stage_module(name, " ".join(stage["cmd"].split()))), name
+        assert not [d for d in deps if d.startswith(("pipeline/", "stages/"))], name
 
 
 def test_dvc_lock_holds_only_the_stages_dvc_yaml_defines():
     """DVC keeps a removed stage's entry in dvc.lock forever: a renamed stage would leave its old record beside the
     new one (issue 63). Each entry must be a stage of today's dvc.yaml (its matrix and foreach expanded)."""
-    import yaml
     from dvc.repo import Repo
 
     live = {stage.addressing for stage in Repo(str(ROOT)).index.stages}
@@ -31,7 +49,7 @@ def test_only_the_stages_that_run_a_solver_or_model_depend_on_it():
     config = {p.as_posix() for p in closure("pipeline.config")}
     assert not any(p.startswith(("pipeline/linear/", "pipeline/methods/", "pipeline/training")) for p in config)
     for stage in ("prepare", "embed", "evaluate", "export", "pictures", "report"):
-        assert not any(d.startswith("pipeline/linear") for d in wanted_deps(f"stages.{stage}")), stage
+        assert not any(p.as_posix().startswith("pipeline/linear") for p in closure(f"stages.{stage}")), stage
 
 
 def _project(root: Path) -> Path:
@@ -50,12 +68,10 @@ def _project(root: Path) -> Path:
             stages:
               run:
                 cmd: python -m stages.run --out out  # the command
-                deps:
-                  - data/in       # data: kept as written
-                  - pipeline/a.py
-                  - pipeline/never.py
-                outs:
-                  - out
+                deps: [data/code/run.json, data/in]
+                outs: [out]
+              code:
+                cmd: python -m pipeline.orchestration.dvc_deps --out data/code
             """
         ),
     }
@@ -77,19 +93,6 @@ def test_the_closure_follows_function_level_relative_and_package_imports_and_not
         "pipeline/sub/__init__.py",
         "pipeline/sub/c.py",
     }
-    # a folder stands for its files only when every one of them is imported
-    assert wanted_deps("stages.run", tmp_path) == [
-        "pipeline/__init__.py",
-        "pipeline/a.py",
-        "pipeline/b.py",
-        "pipeline/sub",
-        "stages",
-    ]
-    assert expand(["pipeline/sub", "stages/run.py"], tmp_path) == {
-        Path("pipeline/sub/__init__.py"),
-        Path("pipeline/sub/c.py"),
-        Path("stages/run.py"),
-    }
 
 
 def test_a_registry_package_brings_every_module_beside_its_init_and_a_plain_package_does_not(tmp_path):
@@ -108,27 +111,36 @@ def test_a_registry_package_brings_every_module_beside_its_init_and_a_plain_pack
     assert not {"pipeline/plain/one.py", "pipeline/plain/two.py"} & got
 
 
-def test_write_replaces_only_the_code_deps_and_keeps_the_comments(tmp_path):
+def test_a_stages_fingerprint_changes_with_a_file_it_imports_and_only_then(tmp_path):
     dvc_yaml = _project(tmp_path)
-    assert set(differences(dvc_yaml)) == {"run"}
-    assert write(dvc_yaml) == ["run"]
-    text = dvc_yaml.read_text()
-    assert "# the command" in text and "- data/in       # data: kept as written" in text
-    assert "pipeline/never.py" not in text and "      - pipeline/sub\n" in text
-    assert differences(dvc_yaml) == {} and write(dvc_yaml) == []
+    assert stage_modules(dvc_yaml) == ["stages.run"]  # the code stage's own command is not a stage module
+
+    def written():
+        out = tmp_path / f"out{len(list(tmp_path.glob('out*')))}"
+        write_fingerprints(out, tmp_path)
+        return (out / "run.json").read_text()
+
+    first = written()
+    assert json.loads(first) == {
+        p.as_posix(): hashlib.sha256((tmp_path / p).read_bytes()).hexdigest()
+        for p in sorted(closure("stages.run", tmp_path))
+    }
+    (tmp_path / "pipeline/never.py").write_text("x = 1\n")  # not imported by the stage
+    assert written() == first
+    (tmp_path / "pipeline/sub/c.py").write_text("from ..b import x  # edited\n")
+    assert written() != first
 
 
-def test_the_command_names_each_file_that_drifted_and_fails(tmp_path, capsys):
-    dvc_yaml = _project(tmp_path)
-    with pytest.MonkeyPatch.context() as patch:
-        patch.setattr(dvc_deps, "ROOT", tmp_path)
-        assert main(["--dvc-yaml", str(dvc_yaml)]) == 1
-    out = capsys.readouterr().out
-    assert "run: 6 imported file(s) missing from deps, 1 listed but never imported" in out
-    assert "  + pipeline/sub/c.py" in out and "  - pipeline/never.py" in out
+def test_the_command_writes_one_file_per_stage_module(tmp_path, capsys):
+    assert main(["--out", str(tmp_path / "code")]) == 0
+    modules = stage_modules(ROOT / "dvc.yaml")
+    assert sorted(p.name for p in (tmp_path / "code").iterdir()) == sorted(f"{m.split('.')[-1]}.json" for m in modules)
+    assert f"the code of {len(modules)} stage modules" in capsys.readouterr().out
+    train = json.loads((tmp_path / "code" / "train.json").read_text())
+    assert "pipeline/training/loop.py" in train and "pipeline/linear/lanml.py" not in train
 
 
 def test_a_stage_without_a_module_command_is_a_one_line_error(tmp_path):
     (tmp_path / "dvc.yaml").write_text("stages:\n  x:\n    cmd: echo hi\n    deps: [pipeline/a.py]\n")
     with pytest.raises(ValueError, match="dvc.yaml: stage x: no `-m stages.<name>` in its cmd"):
-        differences(tmp_path / "dvc.yaml")
+        stage_modules(tmp_path / "dvc.yaml")

@@ -41,7 +41,7 @@ def test_the_run_cache_travels_through_a_remote(repo, tmp_path_factory):
     for clone in (a, b):
         _clone(repo, clone, remote)
     ran_a = stages_run(sh(DVC + ["repro", "train@ms"], a))
-    assert ran_a == {"prepare", "embed", "tune", "train@ms"}
+    assert ran_a == {"code", "prepare", "embed", "tune", "train@ms"}
     sh(DVC + ["push", "--run-cache"], a)
     out = sh(DVC + ["repro", "--pull", "train@ms", "train@proxy_anchor"], b)  # pulls the run cache first
     # embed, tune, train@ms: restored from A's runs; prepare reruns (a persisted output has no run cache) and
@@ -83,7 +83,7 @@ def test_your_own_image_folder_trains_exports_and_the_command_line_searches_it(r
         "-S",
         "scope=methods",
     ]
-    ours = {"prepare", "embed", "tune", "evaluate", "pictures", "export"}
+    ours = {"code", "prepare", "embed", "tune", "evaluate", "pictures", "export"}
     planned = stages_run(sh(DVC + ["exp", "run", "--dry", "-f", *options], here, home))  # before any output exists
     assert planned == ours | {s for s in fanout.fanned_stages(here) if s.startswith("train")}, planned
     assert not any("@paper" in s for s in planned)

@@ -97,6 +97,7 @@ FIGURES = (
 def test_repro_builds_every_output(repo):
     out = sh(DVC + ["repro"], repo)
     expected = {
+        "code",
         "prepare",
         "embed",
         "tune",
@@ -276,7 +277,7 @@ def test_a_fan_out_over_two_local_jobs_assembles_the_plain_reports(repo, tmp_pat
         patch.setenv("PATH", f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}")
         executor = make_executor("local", root, timeout_min=60, cpus_per_task=1, gpus_per_node=0, partition="x")
         ran = fan_out(here, executor, 2, root / "jobs")
-    assert set(ran["upstream"]) == {"prepare", "embed", "tune"}
+    assert set(ran["upstream"]) == {"code", "prepare", "embed", "tune"}
     fanned = ran["job-0"] + ran["job-1"]
     assert sorted(fanned) == sorted(fanned_stages(here)) and ran["job-0"] and ran["job-1"]  # each once, split
     # here: only what is not fanned out (poc too when the params it reads changed: a persist output, never cached)

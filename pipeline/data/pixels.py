@@ -27,7 +27,7 @@ def write_pixel_store(manifest: Manifest, mode: str, background: str, folder: Pa
     index = np.zeros((len(manifest.table), 4), dtype=np.int64)
     offset = 0
     with open(folder / PIXELS, "wb") as out:
-        for row in tqdm(range(len(index)), desc="decode", unit="image", mininterval=1.0):
+        for row in tqdm(range(len(index)), desc="decode", unit="image", mininterval=1.0, disable=None):
             with opened_image(manifest.image_path(row), "; prepare it again") as image:
                 pixels = np.asarray(without_alpha(image, background).convert(mode), dtype=np.uint8)
             pixels = pixels.reshape(pixels.shape[0], pixels.shape[1], -1)

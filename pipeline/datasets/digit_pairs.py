@@ -77,7 +77,7 @@ def write_digit_pairs(
     images, labels, pairs = make_digit_pairs(num_classes, images_per_class, train_fraction, seed)
     paths = [f"images/{y:03d}/{i:05d}.png" for i, y in enumerate(labels)]
     manifest = build_manifest(paths, labels, num_folds)
-    for rel, img in tqdm(zip(paths, images), total=len(paths), desc="digit pairs", unit="img"):
+    for rel, img in tqdm(zip(paths, images), total=len(paths), desc="digit pairs", unit="img", disable=None):
         target = out / rel
         target.parent.mkdir(parents=True, exist_ok=True)
         Image.fromarray(img, mode="L").save(target)

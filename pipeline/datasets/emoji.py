@@ -220,7 +220,7 @@ def write_emoji(
                 labels.append(label)
                 rows.append((s, names[s][name]))
     manifest = build_manifest(paths, np.asarray(labels), num_folds)
-    for rel, (s, icon) in tqdm(list(zip(paths, rows)), desc="rendering emoji", unit="img"):
+    for rel, (s, icon) in tqdm(list(zip(paths, rows)), desc="rendering emoji", unit="img", disable=None):
         target = out / rel
         target.parent.mkdir(parents=True, exist_ok=True)
         render_svg(icon_svg(icon_sets[s], icon, size), size).save(target)

@@ -63,10 +63,11 @@ def _from_csv(path: Path) -> tuple[list[Path], list[str]]:
     return [path.parent / p for p in table.path], list(table.label)
 
 
-def _check_readable(files: list[Path]) -> None:
+def _check_readable(files: list[Path], bar: tqdm) -> None:
     """Every file is an image whose pixel data decodes whole (verify() alone checks the header and checksums: a
     PNG with a broken data stream passes it and would fail only at the embed stage)."""
-    for f in tqdm(files, desc="checking images", unit="img"):
+    for f in files:
+        bar.update()
         if not f.is_file():
             raise DataError(f"{f}: image not found")
         with opened_image(f) as image:
@@ -94,11 +95,13 @@ def write_folder(out: Path, source: str, num_folds: int) -> None:
     if (counts < 2).any():
         small = int(np.flatnonzero(counts < 2)[0])
         raise DataError(f"class {str(classes[small])!r}: {counts[small]} image (every class needs at least 2)")
-    _check_readable(files)
     paths = [f"images/{label:05d}/{i:06d}{f.suffix.lower()}" for i, (f, label) in enumerate(zip(files, labels))]
-    manifest = build_manifest(paths, labels, num_folds)
-    for f, p in tqdm(list(zip(files, paths)), desc="placing images", unit="img"):
-        _place(f, out / p)
+    with tqdm(total=2 * len(files), desc="checking, then copying images", unit="img", disable=None) as bar:
+        _check_readable(files, bar)  # every image before the first is copied
+        manifest = build_manifest(paths, labels, num_folds)
+        for f, p in zip(files, paths):
+            _place(f, out / p)
+            bar.update()
     manifest.to_csv(out / MANIFEST_NAME, index=False)
     pd.DataFrame({"label": range(len(classes)), "name": classes}).to_csv(out / "classes.csv", index=False)
     log.info(

@@ -131,7 +131,7 @@ def download(url: str, path: Path, expected: str | None = None, timeout: float =
             size = int(response.headers.get("Content-Length") or 0) + start
             with (
                 open(part, "ab" if resumed else "wb") as out,
-                tqdm(total=size or None, initial=start, unit="B", unit_scale=True, desc=path.name) as bar,
+                tqdm(total=size or None, initial=start, unit="B", unit_scale=True, desc=path.name, disable=None) as bar,
             ):
                 for block in iter(lambda: response.read(BLOCK), b""):
                     out.write(block)

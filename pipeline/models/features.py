@@ -107,7 +107,7 @@ def _embed(
         images, batch_sampler=_consecutive(sizes), num_workers=num_workers, pin_memory=device.type == "cuda"
     )
     chunks = []
-    with tqdm(total=sum(sizes), desc=f"embed ({cfg.name})", unit="img", disable=in_worker()) as progress:
+    with tqdm(total=sum(sizes), desc=f"embed ({cfg.name})", unit="img", disable=in_worker() or None) as progress:
         for x, _ in loader:
             x = x.to(device, non_blocking=True)
             out = x.flatten(1) if backbone is None else backbone(x)

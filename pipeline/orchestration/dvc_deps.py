@@ -1,18 +1,19 @@
-"""dvc.yaml's code deps from the import closure of each stage's command, so they cannot drift from the code.
+"""Each stage's code as one file: `data/code/<stage module>.json` maps every project file the stage's command can
+import to the SHA-256 of its content, written by dvc.yaml's first stage, `code`. Each stage depends on its own file,
+so an edit reruns exactly the stages whose command can import the edited file, and dvc.yaml lists no code file.
 
-A stage's command runs `-m stages.<name>`; its code deps are every project module that command can import,
-at module or function level, transitively, with the `__init__.py` of each package on the way (Python runs
-them); a registry package, whose `__init__.py` imports each module beside it at run time
-(`import_modules(__name__)`, pipeline/infra/registry.py: pipeline/losses, families, methods), brings all of
-them. A folder stands for its .py files when all of them are in the closure. `python -m pipeline.orchestration.dvc_deps`
-prints the stages whose deps differ; `--write` rewrites those lists in dvc.yaml (comments kept);
-tests/test_dvc_deps.py fails while any differs.
+A stage's command runs `-m stages.<name>`; its code is every project module that command can import, at module or
+function level, transitively, with the `__init__.py` of each package on the way (Python runs them); a registry
+package, whose `__init__.py` imports each module beside it at run time (`import_modules(__name__)`,
+pipeline/infra/registry.py: pipeline/losses, families, methods), brings all of them.
 """
 
 from __future__ import annotations
 
 import argparse
 import ast
+import hashlib
+import json
 import re
 import sys
 from functools import cache
@@ -21,6 +22,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[2]
 PACKAGES = ("pipeline", "stages")  # the project's code; everything else is an installed package
 COMMAND = re.compile(r"-m\s+(stages\.\w+)")
+SELF = "pipeline.orchestration.dvc_deps"  # the code stage's command: it imports no stage module
 
 
 def module_file(name: str, root: Path = ROOT) -> Path | None:
@@ -79,35 +81,6 @@ def closure(module: str, root: Path = ROOT) -> frozenset[Path]:
     return frozenset(p.relative_to(root) for p in seen)
 
 
-def code_files(root: Path = ROOT) -> set[Path]:
-    """Every .py file of the project's packages, relative to `root`."""
-    return {p.relative_to(root) for package in PACKAGES for p in (root / package).rglob("*.py")}
-
-
-def wanted_deps(module: str, root: Path = ROOT) -> list[str]:
-    """The stage's code deps: its closure, a folder where every .py file under it is included."""
-    files = closure(module, root)
-    everything = code_files(root)
-    folders = {parent for p in files for parent in p.parents if parent != Path(".")}
-    whole = {d for d in folders if all(f in files for f in everything if d in f.parents)}
-    top = {d for d in whole if not any(parent in whole for parent in d.parents)}
-    loose = {f for f in files if not any(d in f.parents for d in top)}
-    return sorted(p.as_posix() for p in top | loose)
-
-
-def expand(deps: list[str], root: Path = ROOT) -> set[Path]:
-    """The .py files a list of code deps covers (a folder: every .py file under it)."""
-    files: set[Path] = set()
-    for dep in deps:
-        path = root / dep
-        files.update(p.relative_to(root) for p in path.rglob("*.py")) if path.is_dir() else files.add(Path(dep))
-    return files
-
-
-def is_code(dep: str) -> bool:
-    return dep.split("/")[0] in PACKAGES
-
-
 def stage_module(stage: str, cmd: str) -> str:
     found = COMMAND.search(cmd)
     if found is None:
@@ -115,67 +88,45 @@ def stage_module(stage: str, cmd: str) -> str:
     return found.group(1)
 
 
-def _yaml():
+def stage_modules(dvc_yaml: Path) -> list[str]:
+    """The `stages.<name>` module of every stage command in dvc.yaml (a matrix's stages share one), in order."""
     from ruamel.yaml import YAML
 
-    yaml = YAML()  # round trip: comments and order kept
-    yaml.width = 4096  # long lines stay as written
-    yaml.indent(mapping=2, sequence=4, offset=2)
-    return yaml
+    stages = YAML(typ="safe").load(dvc_yaml)["stages"]
+    commands = {name: " ".join(str(stage["cmd"]).split()) for name, stage in stages.items()}
+    return list(dict.fromkeys(stage_module(n, c) for n, c in commands.items() if f"-m {SELF} " not in c))
 
 
-def differences(dvc_yaml: Path) -> dict[str, tuple[list[str], list[str]]]:
-    """stage -> (its code deps, the closure's), for each stage where they differ."""
-    stages = _yaml().load(dvc_yaml)["stages"]
-    found = {}
-    for name, stage in stages.items():
-        have = [d for d in stage.get("deps", []) if is_code(str(d))]
-        want = wanted_deps(stage_module(name, " ".join(str(stage["cmd"]).split())), dvc_yaml.parent)
-        if have != want:
-            found[name] = (have, want)
-    return found
+def fingerprint(module: str, root: Path = ROOT) -> dict[str, str]:
+    """Each project file `python -m <module>` can import (`closure`) -> the SHA-256 of its content."""
+    return {p.as_posix(): hashlib.sha256((root / p).read_bytes()).hexdigest() for p in sorted(closure(module, root))}
 
 
-def write(dvc_yaml: Path) -> list[str]:
-    """Rewrite the code deps of each stage that differs (data deps first, as written); the stages rewritten."""
-    yaml = _yaml()
-    document = yaml.load(dvc_yaml)
-    changed = differences(dvc_yaml)
-    for name, (_, want) in changed.items():
-        deps = document["stages"][name]["deps"]
-        for i in reversed(range(len(deps))):  # item by item: the data deps keep their comments
-            if is_code(str(deps[i])):
-                del deps[i]
-        deps.extend(want)
-    if changed:
-        from pipeline.infra.io import atomic_path
+def fingerprint_file(module: str) -> str:
+    """Where the code stage writes a stage module's fingerprint, the one code dep of the stages that run it."""
+    return f"data/code/{module.split('.')[-1]}.json"
 
-        with atomic_path(dvc_yaml) as tmp:
-            yaml.dump(document, tmp)
-    return sorted(changed)
+
+def write_fingerprints(out: Path, root: Path = ROOT) -> list[str]:
+    """One `<stage module>.json` per stage command of root/dvc.yaml in the new folder `out`; the modules written."""
+    modules = stage_modules(root / "dvc.yaml")
+    out.mkdir()
+    for module in modules:
+        text = json.dumps(fingerprint(module, root), indent=1, sort_keys=True) + "\n"
+        (out / Path(fingerprint_file(module)).name).write_text(text)
+    return modules
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--dvc-yaml", type=Path, default=ROOT / "dvc.yaml")
-    parser.add_argument("--write", action="store_true", help="rewrite the deps that differ")
+    parser.add_argument("--out", type=Path, default=ROOT / "data" / "code")
     args = parser.parse_args(argv)
-    if args.write:
-        rewritten = write(args.dvc_yaml)
-        print(f"{args.dvc_yaml}: code deps rewritten for {', '.join(rewritten) or 'no stage'}")
-        return 0
-    found = differences(args.dvc_yaml)
-    root = args.dvc_yaml.parent
-    for name, (have, want) in found.items():
-        have, want = expand(have, root), expand(want, root)
-        missing, extra = sorted(want - have), sorted(have - want)
-        print(f"{name}: {len(missing)} imported file(s) missing from deps, {len(extra)} listed but never imported")
-        for path in missing:
-            print(f"  + {path.as_posix()}")
-        for path in extra:
-            print(f"  - {path.as_posix()}")
-    print(f"{args.dvc_yaml}: {len(found)} stage(s) whose code deps differ from their import closure")
-    return 1 if found else 0
+    from pipeline.infra.io import atomic_path
+
+    with atomic_path(args.out) as tmp:
+        modules = write_fingerprints(tmp)
+    print(f"{args.out}: the code of {len(modules)} stage modules ({', '.join(m.split('.')[-1] for m in modules)})")
+    return 0
 
 
 if __name__ == "__main__":
