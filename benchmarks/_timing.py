@@ -13,7 +13,7 @@ from pathlib import Path
 import torch
 from omegaconf import OmegaConf
 
-from pipeline.config import load_params
+from pipeline.config.params import load_params
 from pipeline.data.manifest import read_manifest
 from pipeline.models.features import FeatureCache
 from pipeline.training.experiment import train_fold

@@ -35,7 +35,7 @@ import torch
 from _timing import raw_params
 from torch.utils.data import DataLoader
 
-from pipeline.config import params_from_dict
+from pipeline.config.params import params_from_dict
 from pipeline.data.manifest import read_manifest
 from pipeline.data.pixels import PixelStore, write_pixel_store
 from pipeline.datasets.digit_pairs import write_digit_pairs

@@ -45,7 +45,7 @@ import torch
 from omegaconf import OmegaConf
 from PIL import Image
 
-from pipeline.config import params_from_dict
+from pipeline.config.params import params_from_dict
 from pipeline.data.manifest import build_manifest, read_manifest
 from pipeline.data.pixels import PixelStore, write_pixel_store
 from pipeline.infra.parallel import run_jobs

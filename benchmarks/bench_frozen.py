@@ -40,7 +40,7 @@ import numpy as np
 import torch
 from _timing import input_arguments, raw_params
 
-from pipeline.config import params_from_dict
+from pipeline.config.params import params_from_dict
 from pipeline.data.manifest import read_manifest
 from pipeline.methods.objective import Objective
 from pipeline.models.embedder import Embedder
@@ -301,7 +301,8 @@ def stage_overhead(params_file: str | None, run: str, data: str, features: str) 
     import sys
     import tempfile
 
-    from pipeline.config import apply_values, load_params
+    from pipeline.config import apply_values
+    from pipeline.config.params import load_params
     from pipeline.training.runs import model_ids
 
     params_file = params_file or "params.yaml"

@@ -15,7 +15,7 @@ import time
 from pathlib import Path
 
 import pipeline  # noqa: F401  (pins the CPU numerics before numpy loads)
-from pipeline.config import load_params
+from pipeline.config.params import load_params
 from pipeline.linear.datasets import load_dataset
 from pipeline.linear.lanml import solve_cvxpy
 from pipeline.linear.protocol import split_parts

@@ -20,7 +20,7 @@ from dataclasses import replace
 import pandas as pd
 import torch
 
-from pipeline.config import load_params
+from pipeline.config.params import load_params
 from pipeline.data.manifest import read_manifest
 from pipeline.models.features import FeatureCache
 from pipeline.training.experiment import train_fold

@@ -33,7 +33,7 @@ from pathlib import Path
 import numpy as np
 from _timing import input_arguments, raw_params
 
-from pipeline.config import params_from_dict
+from pipeline.config.params import params_from_dict
 from pipeline.infra.parallel import Workers
 from pipeline.infra.runtime import train_workers
 from pipeline.studies import tuning

@@ -11,7 +11,7 @@ import sys
 from collections.abc import Callable
 from pathlib import Path
 
-from pipeline.config import load_params
+from pipeline.config.loader import load_params
 from pipeline.infra.console import end_stage_log, failed_log, start_stage_log
 from pipeline.infra.errors import PipelineError
 from pipeline.infra.git_index import refresh_if_stale
@@ -19,9 +19,10 @@ from pipeline.infra.git_index import refresh_if_stale
 _log = logging.getLogger("pipeline.stage")  # DEBUG: written to the stage's log file, not to the console
 
 
-def run(description: str, configure: Callable[[argparse.ArgumentParser], None], body: Callable) -> None:
-    """Parse arguments, load params.yaml, run `body(params, args)`; user errors exit 2 with one line (under DVC a
-    second names the command that restores the workspace)."""
+def run(description: str, configure: Callable[[argparse.ArgumentParser], None], body: Callable, root: type) -> None:
+    """Parse arguments, load the sections of params.yaml that `root` holds (the stage's own, pipeline/config/loader.py
+    params_type, or every section, pipeline/config/params.py Params), run `body(params, args)`; user errors exit 2
+    with one line (under DVC a second names the command that restores the workspace)."""
     parser = argparse.ArgumentParser(description=description)
     parser.add_argument("--params", default="params.yaml", help="params file (default: params.yaml)")
     configure(parser)
@@ -35,7 +36,7 @@ def run(description: str, configure: Callable[[argparse.ArgumentParser], None], 
     )  # a params.yaml that git shows unchanged although it is not (pipeline/infra/git_index.py)
     succeeded = False
     try:
-        body(load_params(args.params), args)
+        body(load_params(args.params, root), args)
         succeeded = True
     except (PipelineError, FileNotFoundError) as err:
         print(f"error: {err}", file=sys.stderr)

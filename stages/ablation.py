@@ -1,6 +1,7 @@
 """ablation: one ablation study (pipeline/studies/ablation.py), every grid point trained on one fold in
 ``train.workers`` processes; writes one CSV row per point (the report stage draws the figures)."""
 
+from pipeline.config.params import Params
 from pipeline.infra.io import write_text
 from pipeline.infra.parallel import run_jobs
 from pipeline.infra.runtime import train_workers
@@ -25,4 +26,4 @@ def configure(p):
 
 
 if __name__ == "__main__":
-    run(__doc__, configure, main)
+    run(__doc__, configure, main, Params)

@@ -11,6 +11,7 @@ runs are evaluated in ``eval.workers`` processes, and every output folder appear
 
 from pathlib import Path
 
+from pipeline.config.params import Params
 from pipeline.evaluation.runs import HEADLINE, embeddings_file, evaluate_run
 from pipeline.families import all_runs
 from pipeline.infra.io import atomic_path, write_json
@@ -66,4 +67,4 @@ def configure(p):
 
 
 if __name__ == "__main__":
-    run(__doc__, configure, main)
+    run(__doc__, configure, main, Params)

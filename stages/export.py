@@ -4,6 +4,7 @@ folder as an artifact; `dml embed` / `dml search` (pipeline/cli.py) read the fil
 
 from pathlib import Path
 
+from pipeline.config.params import Params
 from pipeline.infra.io import atomic_path
 from stages._common import run
 
@@ -53,4 +54,4 @@ def configure(p):
 
 
 if __name__ == "__main__":
-    run(__doc__, configure, main)
+    run(__doc__, configure, main, Params)

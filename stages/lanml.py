@@ -10,6 +10,9 @@ from pathlib import Path
 
 import numpy as np
 
+from pipeline.config.lanml import LANML
+from pipeline.config.loader import params_type
+from pipeline.config.run import SEED
 from pipeline.infra.io import write_json
 from pipeline.infra.runtime import derive_seed
 from pipeline.linear.datasets import load_dataset
@@ -17,6 +20,8 @@ from pipeline.linear.protocol import compare_methods
 from stages._common import run
 
 log = logging.getLogger("lanml")
+
+PARAMS = params_type(SEED, LANML)  # the sections this stage reads
 
 
 def main(params, args):
@@ -59,4 +64,4 @@ def configure(p):
 
 
 if __name__ == "__main__":
-    run(__doc__, configure, main)
+    run(__doc__, configure, main, PARAMS)

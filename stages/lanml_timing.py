@@ -9,6 +9,10 @@ import json
 import logging
 from pathlib import Path
 
+from pipeline.config.lanml import LANML
+from pipeline.config.loader import params_type
+from pipeline.config.report import REPORT
+from pipeline.config.run import SEED
 from pipeline.infra.io import write_text
 from pipeline.infra.runtime import derive_seed
 from pipeline.linear.datasets import load_dataset
@@ -17,6 +21,8 @@ from pipeline.reporting.lanml_table import timing_markdown
 from stages._common import run
 
 log = logging.getLogger("lanml_timing")
+
+PARAMS = params_type(SEED, LANML, REPORT)  # the sections this stage reads
 
 
 def main(params, args):
@@ -47,4 +53,4 @@ def configure(p):
 
 
 if __name__ == "__main__":
-    run(__doc__, configure, main)
+    run(__doc__, configure, main, PARAMS)

@@ -4,6 +4,7 @@ them from reports/README.md."""
 
 from pathlib import Path
 
+from pipeline.config.params import Params
 from pipeline.data.manifest import read_manifest
 from pipeline.evaluation.runs import embeddings_file
 from pipeline.families import all_runs
@@ -54,4 +55,4 @@ def configure(p):
 
 
 if __name__ == "__main__":
-    run(__doc__, configure, main)
+    run(__doc__, configure, main, Params)

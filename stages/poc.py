@@ -6,6 +6,7 @@ from pathlib import Path
 
 import numpy as np
 
+from pipeline.config.params import Params
 from pipeline.infra.io import write_json
 from pipeline.infra.parallel import run_jobs
 from pipeline.reporting.figures import poc_figure
@@ -53,4 +54,4 @@ def configure(p):
 
 
 if __name__ == "__main__":
-    run(__doc__, configure, main)
+    run(__doc__, configure, main, Params)

@@ -16,6 +16,7 @@ from pathlib import Path
 import pandas as pd
 
 from pipeline.config import ParamsError
+from pipeline.config.params import Params
 from pipeline.families import all_runs
 from pipeline.infra.io import atomic_path
 from pipeline.infra.parallel import run_jobs
@@ -106,4 +107,4 @@ def configure(p):
 
 
 if __name__ == "__main__":
-    run(__doc__, configure, main)
+    run(__doc__, configure, main, Params)

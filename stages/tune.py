@@ -22,6 +22,7 @@ import logging
 from pathlib import Path
 
 from pipeline.config import apply_values, to_dict
+from pipeline.config.params import Params
 from pipeline.infra.io import atomic_path, write_json
 from pipeline.infra.parallel import Workers
 from pipeline.infra.runtime import train_workers
@@ -130,4 +131,4 @@ def configure(p):
 
 
 if __name__ == "__main__":
-    run(__doc__, configure, main)
+    run(__doc__, configure, main, Params)

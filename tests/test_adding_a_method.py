@@ -145,7 +145,7 @@ def stage_code(repo: Path, stage: str) -> dict[str, str]:
     """The fingerprint the code stage would write now for a stage module (file -> hash)."""
     out = repo.parent / "code"
     shutil.rmtree(out, ignore_errors=True)
-    sh([sys.executable, "-m", "pipeline.orchestration.dvc_deps", "--out", str(out)], repo)
+    sh([sys.executable, "-m", "stages.code", "--out", str(out)], repo)
     return json.loads((out / f"{stage}.json").read_text())
 
 

@@ -8,7 +8,7 @@ import torch
 from pytorch_metric_learning.miners import DistanceWeightedMiner
 from scipy.stats import entropy
 
-from pipeline.config import params_from_dict
+from pipeline.config.params import params_from_dict
 from pipeline.evaluation.spectrum import singular_value_spectrum, spectral_decay
 from pipeline.losses.modules.quadruplet import QuadrupletLoss
 from pipeline.methods.baselines import BaselineObjective

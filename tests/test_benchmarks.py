@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 from PIL import Image
 
-from pipeline.config import params_from_dict
+from pipeline.config.params import params_from_dict
 from pipeline.data.manifest import DataError, read_manifest
 from pipeline.datasets import benchmarks
 from pipeline.infra.download import DownloadError

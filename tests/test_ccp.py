@@ -12,7 +12,8 @@ from hypothesis import strategies as st
 from pytorch_metric_learning import distances, losses, reducers
 from pytorch_metric_learning.utils import loss_and_miner_utils as lmu
 
-from pipeline.config import ParamsError, params_from_dict
+from pipeline.config import ParamsError
+from pipeline.config.params import params_from_dict
 from pipeline.families.ccp import CCPConfig
 from pipeline.losses import LossContext, build_loss
 from pipeline.losses.modules.pair_losses import all_triplet_indices

@@ -6,7 +6,7 @@ import pandas as pd
 import pytest
 from scipy import stats
 
-from pipeline.config import params_from_dict
+from pipeline.config.params import params_from_dict
 from pipeline.evaluation.paired import cluster_bootstrap, holm, verdict
 from pipeline.families import Claim
 from pipeline.reporting.claims import (

@@ -3,7 +3,8 @@ import dataclasses
 import pytest
 
 from pipeline.compose import compose, composed
-from pipeline.config import Params, ParamsError, load_params, params_from_dict, to_dict
+from pipeline.config import ParamsError, to_dict
+from pipeline.config.params import Params, load_params, params_from_dict
 from tests.conftest import ROOT, merge, write_params
 
 

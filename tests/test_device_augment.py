@@ -10,7 +10,7 @@ import pytest
 import torch
 from PIL import Image
 
-from pipeline.config import params_from_dict
+from pipeline.config.params import params_from_dict
 from pipeline.data.decode import without_alpha
 from pipeline.data.manifest import DataError, build_manifest, read_manifest
 from pipeline.data.pixels import PixelStore, write_pixel_store

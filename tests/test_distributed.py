@@ -11,7 +11,7 @@ import torch
 import torch.distributed as dist
 import torch.multiprocessing as mp
 
-from pipeline.config import params_from_dict
+from pipeline.config.params import params_from_dict
 from pipeline.methods import build_objective
 from pipeline.methods.objective import trainable
 from pipeline.models.embedder import Embedder, build_head

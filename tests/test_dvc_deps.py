@@ -3,6 +3,8 @@ every project file the stage's command can import, so an edit reruns what it aff
 
 import hashlib
 import json
+import subprocess
+import sys
 import textwrap
 from pathlib import Path
 
@@ -13,7 +15,6 @@ from pipeline.orchestration.dvc_deps import (
     ROOT,
     closure,
     fingerprint_file,
-    main,
     stage_module,
     stage_modules,
     write_fingerprints,
@@ -71,7 +72,7 @@ def _project(root: Path) -> Path:
                 deps: [data/code/run.json, data/in]
                 outs: [out]
               code:
-                cmd: python -m pipeline.orchestration.dvc_deps --out data/code
+                cmd: python -m stages.code --out data/code
             """
         ),
     }
@@ -131,13 +132,57 @@ def test_a_stages_fingerprint_changes_with_a_file_it_imports_and_only_then(tmp_p
     assert written() != first
 
 
-def test_the_command_writes_one_file_per_stage_module(tmp_path, capsys):
-    assert main(["--out", str(tmp_path / "code")]) == 0
+def test_the_command_writes_one_file_per_stage_module(tmp_path):
+    done = subprocess.run(
+        [sys.executable, "-m", "stages.code", "--out", str(tmp_path / "code")],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+    )
+    assert done.returncode == 0, done.stderr
     modules = stage_modules(ROOT / "dvc.yaml")
     assert sorted(p.name for p in (tmp_path / "code").iterdir()) == sorted(f"{m.split('.')[-1]}.json" for m in modules)
-    assert f"the code of {len(modules)} stage modules" in capsys.readouterr().out
+    assert f"the code of {len(modules)} stage modules" in done.stdout
     train = json.loads((tmp_path / "code" / "train.json").read_text())
     assert "pipeline/training/loop.py" in train and "pipeline/linear/lanml.py" not in train
+
+
+REGISTRIES = ("pipeline/losses/", "pipeline/miners/", "pipeline/families/", "pipeline/datasets/", "pipeline/methods/")
+
+
+@pytest.mark.parametrize(
+    "module,registries",
+    [
+        ("stages.prepare", {"pipeline/datasets/"}),  # it prepares the data set data.name names
+        ("stages.embed", {"pipeline/datasets/"}),  # the data section's keys come from the data sets' records
+        ("stages.lanml", set()),
+        ("stages.lanml_timing", set()),
+    ],
+)
+def test_a_stage_that_reads_no_loss_imports_no_loss(module, registries):
+    """Loading params imports only the sections a stage reads (pipeline/config/loader.py params_type), so adding a
+    loss, a miner or a family reruns none of these stages (issue 63 item 2)."""
+    code = {p.as_posix() for p in closure(module)}
+    assert {r for r in REGISTRIES if any(f.startswith(r) for f in code)} == registries
+
+
+def test_each_stage_loads_the_sections_its_dvc_params_name():
+    """A stage's params root holds at least the top-level sections of its dvc.yaml params (a stage reading a key
+    that DVC does not track would not rerun when it changes); a partial root holds exactly those."""
+    import importlib
+
+    from pipeline.config.params import Params
+
+    stages = yaml.safe_load((ROOT / "dvc.yaml").read_text())["stages"]
+    for name, stage in stages.items():
+        module = importlib.import_module(stage_module(name, " ".join(stage["cmd"].split())))
+        root = getattr(module, "PARAMS", Params)
+        loaded = {s.name for s in root.sections}
+        keys = [k if isinstance(k, str) else next(iter(k)) for k in stage.get("params", [])]
+        tracked = {k.split(".")[0] for k in keys if k != "params.yaml" and "${" not in k.split(".")[0]}
+        assert tracked <= loaded, name
+        if root is not Params:
+            assert tracked == loaded, name
 
 
 def test_a_stage_without_a_module_command_is_a_one_line_error(tmp_path):

@@ -6,7 +6,8 @@ from __future__ import annotations
 import pytest
 import yaml
 
-from pipeline.config import ParamsError, load_params, params_from_dict
+from pipeline.config import ParamsError
+from pipeline.config.params import load_params, params_from_dict
 from pipeline.families import all_runs, families, family_runs, parse_run
 from tests.conftest import ROOT
 

@@ -264,7 +264,7 @@ def test_knn_accuracies_hand_built():
 
 
 def test_one_split_of_the_protocol_on_iris():
-    from pipeline.config import LanmlConfig
+    from pipeline.config.lanml import LanmlConfig
     from pipeline.linear.protocol import compare_methods
 
     x, y = load_iris(return_X_y=True)
@@ -283,7 +283,7 @@ def test_one_split_of_the_protocol_on_iris():
 
 
 def test_timing_table_on_a_small_set():
-    from pipeline.config import LanmlConfig
+    from pipeline.config.lanml import LanmlConfig
     from pipeline.linear.timing import LMNN_TARGETS, time_fits
     from pipeline.reporting.lanml_table import timing_markdown
 
@@ -333,7 +333,7 @@ def test_the_grid_keys_params_accept_are_the_fit_functions_keywords():
     be every fit function's keyword arguments less the data, the seed and what the protocol sets."""
     import inspect
 
-    from pipeline.config.studies import LANML_GRID_KEYS, LANML_METHODS
+    from pipeline.config.lanml import LANML_GRID_KEYS, LANML_METHODS
     from pipeline.linear.methods import METHODS
 
     assert list(LANML_GRID_KEYS) == list(METHODS) == LANML_METHODS

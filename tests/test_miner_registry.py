@@ -9,7 +9,8 @@ import pytest
 import torch
 from pytorch_metric_learning import miners
 
-from pipeline.config import ParamsError, params_from_dict
+from pipeline.config import ParamsError
+from pipeline.config.params import params_from_dict
 from pipeline.infra.registry import schema_tag
 from pipeline.infra.schema import section
 from pipeline.miners import build_miner, miner_records, register_miner

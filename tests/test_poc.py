@@ -2,7 +2,7 @@
 
 import pytest
 
-from pipeline.config import params_from_dict
+from pipeline.config.params import params_from_dict
 from pipeline.reporting.budgets import cut_while_improving, poc_markdown
 from pipeline.studies.poc import poc_job, poc_setup
 from tests.conftest import merge

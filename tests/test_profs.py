@@ -6,7 +6,8 @@ import numpy as np
 import pytest
 import torch
 
-from pipeline.config import ParamsError, params_from_dict
+from pipeline.config import ParamsError
+from pipeline.config.params import params_from_dict
 from pipeline.methods.profs import PROFSObjective, hard_negative_classes, hncm_classes, projection_steps
 from pipeline.models.embedder import Embedder, build_head
 from pipeline.training.experiment import fold_rows, frozen_data, train_fold

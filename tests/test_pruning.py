@@ -13,8 +13,8 @@ import pandas as pd
 import pytest
 import torch
 
-from pipeline.config import params_from_dict
-from pipeline.config.studies import PrunerConfig
+from pipeline.config.params import params_from_dict
+from pipeline.config.tune import PrunerConfig
 from pipeline.infra.parallel import Workers
 from pipeline.studies.tuning import (
     TrialResult,

@@ -13,7 +13,7 @@ import pytest
 import torch
 from torch import nn
 
-from pipeline.config import params_from_dict
+from pipeline.config.params import params_from_dict
 from pipeline.data.images import ManifestImages
 from pipeline.infra import runtime
 from pipeline.infra.parallel import run_jobs

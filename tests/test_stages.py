@@ -36,26 +36,42 @@ def prepared(tmp_path, tiny_dict):
     return out
 
 
-@pytest.mark.parametrize(
-    "override,message",
-    [
-        ({"data": {"images_per_clas": 8}}, "error: params.yaml: data.images_per_clas: unknown key"),
-        (
-            {"data": {"num_classes": "many"}},
-            "error: params.yaml: data.num_classes: must be a valid integer, got 'many'",
-        ),
-        ({"data": {"images_per_class": 1}}, "error: params.yaml: data.images_per_class: must be >= 2, got 1"),
-        ({"train": {"weight_decay": -1e-4}}, "error: params.yaml: train.weight_decay: must be >= 0.0, got -0.0001"),
-        ({"experiment": {"methods": ["ms", "nope"]}}, "error: params.yaml: experiment.methods: unknown method 'nope'"),
-    ],
-)
-def test_bad_params_leave_outputs_untouched(tmp_path, tiny_dict, prepared, override, message):
+BAD_PARAMS = [
+    ({"data": {"images_per_clas": 8}}, "error: params.yaml: data.images_per_clas: unknown key"),
+    ({"data": {"num_classes": "many"}}, "error: params.yaml: data.num_classes: must be a valid integer, got 'many'"),
+    ({"data": {"images_per_class": 1}}, "error: params.yaml: data.images_per_class: must be >= 2, got 1"),
+    ({"train": {"weight_decay": -1e-4}}, "error: params.yaml: train.weight_decay: must be >= 0.0, got -0.0001"),
+    ({"experiment": {"methods": ["ms", "nope"]}}, "error: params.yaml: experiment.methods: unknown method 'nope'"),
+]
+
+
+@pytest.mark.parametrize("override,message", BAD_PARAMS)
+def test_the_code_stage_stops_a_run_on_any_bad_value_and_keeps_its_output(tmp_path, tiny_dict, override, message):
+    out = tmp_path / "code"
+    assert run_stage("code", write_params(tmp_path / "params.yaml", tiny_dict), "--out", str(out)).returncode == 0
+    before = tree_digest(out)
+    done = run_stage("code", write_params(tmp_path / "params.yaml", merge(tiny_dict, override)), "--out", str(out))
+    assert done.returncode == 2
+    assert done.stderr.strip().splitlines()[-1].startswith(message)
+    assert tree_digest(out) == before
+
+
+@pytest.mark.parametrize("override,message", BAD_PARAMS)
+def test_a_stage_checks_the_sections_it_reads_and_leaves_the_others_to_theirs(
+    tmp_path, tiny_dict, prepared, override, message
+):
+    """prepare reads seed, data and experiment (stages/prepare.py): a bad data value stops it with the outputs
+    untouched; a bad train value, or a method that names no baseline (a rule that reads baselines), is for the
+    stages that read those sections, and the code stage, to report."""
     before = tree_digest(prepared)
     bad = write_params(tmp_path / "params.yaml", merge(tiny_dict, override))
     done = run_stage("prepare", bad, "--out", str(prepared))
-    assert done.returncode == 2
-    assert done.stderr.strip().splitlines()[-1].startswith(message)
-    assert tree_digest(prepared) == before
+    if "data" in override:
+        assert done.returncode == 2
+        assert done.stderr.strip().splitlines()[-1].startswith(message)
+        assert tree_digest(prepared) == before
+    else:
+        assert done.returncode == 0, done.stderr
 
 
 def test_train_refuses_a_method_not_listed(tmp_path, tiny_dict, prepared):
@@ -291,7 +307,7 @@ def test_train_refuses_settings_other_than_those_tune_wrote(tmp_path, tiny_dict,
     """DVC reruns a run's train stage when its data/tuned/<run>.json changes, which holds the run's settings; a
     params.yaml whose settings for the run differ from that file's (edited after tune ran) stops the stage before
     it trains, naming the file."""
-    from pipeline.config import params_from_dict
+    from pipeline.config.params import params_from_dict
     from pipeline.training.runs import run_record
     from stages.tune import trained_with
 

@@ -5,7 +5,7 @@ import pandas as pd
 import pytest
 import torch
 
-from pipeline.config import params_from_dict
+from pipeline.config.params import params_from_dict
 from pipeline.evaluation.protocol import evaluate_embeddings
 from pipeline.methods import build_objective
 from pipeline.models.backbones import BackboneError, build_backbone

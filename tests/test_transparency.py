@@ -7,7 +7,8 @@ import pytest
 import torch
 from PIL import Image
 
-from pipeline.config import BackboneConfig, ParamsError, params_from_dict
+from pipeline.config import BackboneConfig, ParamsError
+from pipeline.config.params import params_from_dict
 from pipeline.data.decode import without_alpha
 from pipeline.data.manifest import read_manifest
 from pipeline.datasets.folder import write_folder

@@ -10,7 +10,8 @@ import pandas as pd
 import pytest
 import torch
 
-from pipeline.config import ParamsError, apply_values, params_from_dict
+from pipeline.config import ParamsError, apply_values
+from pipeline.config.params import params_from_dict
 from pipeline.models.features import FeatureCache
 from pipeline.studies.tuning import TrialResult, completed_trials, run_study, study_name
 from pipeline.training.experiment import train_fold

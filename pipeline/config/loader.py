@@ -1,4 +1,9 @@
-"""The params root and the one loader every stage uses.
+"""Loading params.yaml into the sections a caller reads: the generic part, which imports no registry.
+
+A params root is a dataclass of :class:`Section` fields built by :func:`params_type`; each stage loads the root of
+the sections it reads (stages/<name>.py), so a stage that reads no loss imports no loss (the code stage,
+pipeline/orchestration/dvc_deps.py, fingerprints what a stage's command can import). The whole root, every
+section and every registry, is pipeline/config/params.py's ``Params``.
 
 params.yaml is read through OmegaConf (YAML 1.2 numbers: ``2e-4`` is a float, unlike PyYAML's ``safe_load``) and
 validated by pydantic against the sections' dataclasses; every problem becomes one :class:`ParamsError` whose
@@ -8,66 +13,55 @@ Hydra (see conf/config.yaml): nothing is merged here, so what it says is what tr
 
 from __future__ import annotations
 
-from dataclasses import field, make_dataclass
+from collections.abc import Callable
+from dataclasses import dataclass, make_dataclass
 from pathlib import Path
-from typing import Literal
+from typing import Any
 
 from omegaconf import DictConfig, OmegaConf
-from pydantic import Field, TypeAdapter, ValidationError
+from pydantic import TypeAdapter, ValidationError
 
 from pipeline.config.base import ParamsError, dotted, rename_keywords, to_dict, yaml_key
-from pipeline.config.checks import check_consistency
-from pipeline.config.methods import BaselineConfig
-from pipeline.config.run import BackboneConfig, DataKeys, EvalConfig, ExperimentConfig, TrainConfig
-from pipeline.config.studies import AblationConfig, LanmlConfig, PocConfig, ReportConfig, ScopeConfig, TuneConfig
-from pipeline.datasets import datasets
-from pipeline.families import families
 from pipeline.infra.schema import section
 
-
-def _data_section() -> type:
-    """``data``: the keys every data set has, ``name`` one of the registered data sets (pipeline/datasets), then each
-    data set's own keys (its record's schema), so a new data set needs no edit here."""
-    records = list(datasets().values())
-    own = [r.schema for r in records if r.schema is not None]
-    name = ("name", Literal[tuple(r.name for r in records)], Field("digit_pairs"))
-    bases = (*reversed(own), DataKeys)  # a dataclass takes its bases' fields last base first: DataKeys' lead
-    return section(make_dataclass("DataConfig", [name], bases=bases, kw_only=True, namespace={"__module__": __name__}))
+Rule = Callable[[Any, str], None]  # (params, source) -> None; raises a one-line ParamsError naming the key
 
 
-DataConfig = _data_section()
+def rule(*needs: str) -> Callable[[Rule], Rule]:
+    """A cross-field rule that reads the sections `needs` besides its own: it runs only on a root that holds them
+    all (a stage that loads fewer sections leaves it to the stages that read them)."""
+
+    def mark(check: Rule) -> Rule:
+        check.needs = needs
+        return check
+
+    return mark
 
 
-def _root() -> type:
-    """The params root: the fixed sections, and after ``baselines`` one section per method family
-    (pipeline/families: ``ccp``, ``profs``), so a new family needs no edit here."""
-    family_sections = [(f.section, f.schema, field(default_factory=f.schema)) for f in families().values()]
-    fields = [
-        ("seed", int, Field(0, ge=0)),
-        ("experiment", ExperimentConfig, field(default_factory=ExperimentConfig)),
-        ("data", DataConfig, field(default_factory=DataConfig)),
-        ("backbone", BackboneConfig, field(default_factory=BackboneConfig)),
-        ("train", TrainConfig, field(default_factory=TrainConfig)),
-        ("eval", EvalConfig, field(default_factory=EvalConfig)),
-        # every batch / proxy baseline by run name; experiment.methods picks the ones the pipeline trains
-        ("baselines", dict[str, BaselineConfig], field(default_factory=dict)),
-        *family_sections,
-        ("poc", PocConfig, field(default_factory=PocConfig)),
-        ("lanml", LanmlConfig, field(default_factory=LanmlConfig)),
-        ("ablation", AblationConfig, field(default_factory=AblationConfig)),
-        ("report", ReportConfig, field(default_factory=ReportConfig)),
-        ("tune", TuneConfig, field(default_factory=TuneConfig)),
-        ("scope", ScopeConfig, field(default_factory=ScopeConfig)),
-    ]
-    return section(make_dataclass("Params", fields, namespace={"__module__": __name__}))
+@dataclass(frozen=True)
+class Section:
+    """One top-level key of params.yaml: its schema, its default and the rules that one field's type and bounds
+    cannot express."""
+
+    name: str
+    schema: Any
+    default: Any
+    rules: tuple[Rule, ...] = ()
 
 
-Params = _root()
-_PARAMS = TypeAdapter(Params)
+def params_type(*sections: Section, rules: tuple[Rule, ...] = ()) -> type:
+    """The params root holding `sections`, in order, checked by their rules and by `rules` (those of the root, which
+    read several sections); built once per stage: each call makes a new type."""
+    fields = [(s.name, s.schema, s.default) for s in sections]
+    root = section(make_dataclass("Params", fields, namespace={"__module__": __name__}))
+    root.sections = sections  # what load_params keeps of the file
+    root.rules = tuple(r for s in sections for r in s.rules) + rules
+    root.adapter = TypeAdapter(root)
+    return root
 
 
-def load_params(path: str | Path = "params.yaml") -> Params:
-    """Load and validate params.yaml; raise ParamsError with a one-line message."""
+def load_params(path: str | Path, root: type) -> Any:
+    """Load and validate the sections of `root` from a params file; raise ParamsError with a one-line message."""
     path = Path(path)
     source = path.name
     if not path.is_file():
@@ -83,21 +77,27 @@ def load_params(path: str | Path = "params.yaml") -> Params:
             f"{path}: empty (the project's params.yaml holds every section; restore it with "
             f"`git checkout -- {path.name}`)"
         )
-    return params_from_dict(OmegaConf.to_container(raw), source)
+    data = OmegaConf.to_container(raw)
+    if len(root.sections) < len(data):  # the other sections are validated by the stages that read them
+        data = {key: value for key, value in data.items() if key in {s.name for s in root.sections}}
+    return validate(data, root, source)
 
 
-def params_from_dict(data: dict, source: str = "params.yaml") -> Params:
-    """Validate a plain dict against the schema and the cross-field rules (used by load_params and tests)."""
+def validate(data: dict, root: type, source: str = "params.yaml") -> Any:
+    """A plain dict validated as `root`: the schema, then every rule whose sections `root` holds."""
     data = rename_keywords(data)
     try:
-        params = _PARAMS.validate_python(data)
+        params = root.adapter.validate_python(data)
     except ValidationError as err:
         raise ParamsError(_one_line(err.errors()[0], data, source)) from err
-    check_consistency(params, source)
+    loaded = {s.name for s in root.sections}
+    for check in root.rules:
+        if loaded.issuperset(getattr(check, "needs", ())):
+            check(params, source)
     return params
 
 
-def apply_values(params: Params, values: dict[str, float], source: str = "tuned values") -> Params:
+def apply_values(params: Any, values: dict[str, float], source: str = "tuned values") -> Any:
     """`params` with each dotted key set to its value, validated again."""
     raw = to_dict(params)
     for key, value in values.items():
@@ -105,7 +105,7 @@ def apply_values(params: Params, values: dict[str, float], source: str = "tuned 
         if node is None:
             raise ParamsError(f"{source}: {key}: not a params key")
         node[key.rsplit(".", 1)[-1]] = value
-    return params_from_dict(raw, source)
+    return validate(raw, type(params), source)
 
 
 _UNKNOWN = ("extra_forbidden", "unexpected_keyword_argument")  # pydantic's kinds: model, dataclass

@@ -1,4 +1,5 @@
-"""What runs and on what: the experiment grid, the data set, the backbone, training and evaluation sections."""
+"""What runs and on what: the seed, the experiment grid, the keys every data set has, the backbone, training,
+evaluation and the scope sections, and their rules."""
 
 from __future__ import annotations
 
@@ -7,6 +8,8 @@ from typing import Annotated, Literal
 
 from pydantic import Field
 
+from pipeline.config.base import ParamsError
+from pipeline.config.loader import Section, rule
 from pipeline.infra.schema import section
 
 PositiveInt = Annotated[int, Field(ge=1)]
@@ -19,7 +22,7 @@ class ExperimentConfig:
 
     methods: list[str] = field(default_factory=lambda: ["ms", "proxy_anchor"])
     # composed from methods and the families' lists (conf/config.yaml ${dml_runs:}); dvc.yaml's train matrix reads
-    # it, so it must say what those lists say (pipeline/config/checks.py); None: not composed (a dict in a test)
+    # it, so it must say what those lists say (pipeline/config/params.py); None: not composed (a dict in a test)
     runs: list[str] | None = None
     folds: list[int] = field(default_factory=lambda: [0, 1, 2, 3])
     # replicate seeds: every run trains folds x seeds models (pipeline/training/runs.py model_ids)
@@ -29,7 +32,7 @@ class ExperimentConfig:
 @section(kw_only=True)
 class DataKeys:
     """The ``data`` keys every data set has; each data set's own keys come from its record (pipeline/datasets),
-    and pipeline/config/loader.py merges them into the ``data`` section."""
+    and pipeline/config/data.py merges them into the ``data`` section."""
 
     # digit_pairs: the embedded default; emoji: the real-image default; folder: your own images; the real
     # benchmarks (conf/dataset); one of pipeline/datasets' records
@@ -122,3 +125,39 @@ class EvalConfig:
     kmeans_niter: int = Field(20, ge=1)
     kmeans_restarts: int = Field(1, ge=1)
     workers: Workers = "auto"  # runs evaluated in this many processes (auto: one per usable core)
+
+
+@section
+class ScopeConfig:
+    """What runs beside the chosen runs (conf/scope): dvc.yaml runs the paper's own stages (poc, lanml,
+    lanml_timing, ablation, report) once per entry, so `[paper]` runs them and `[]` (scope=methods) none."""
+
+    paper: list[Literal["paper"]] = Field(default_factory=lambda: ["paper"], max_length=1)
+
+
+@rule()
+def _check_folds(p, source: str) -> None:
+    folds = p.experiment.folds
+    if sorted(folds) != list(range(len(folds))) or len(folds) < 2:
+        raise ParamsError(f"{source}: experiment.folds: must be 0..k-1 with k >= 2, got {folds}")
+    if len(set(p.experiment.seeds)) != len(p.experiment.seeds):
+        raise ParamsError(f"{source}: experiment.seeds: need distinct seeds, got {p.experiment.seeds}")
+
+
+@rule()
+def _check_backbone(p, source: str) -> None:
+    low, high = (p.backbone.crop_scale + [0.0, 0.0])[:2]
+    if len(p.backbone.crop_scale) != 2 or not 0 < low <= high <= 1:
+        raise ParamsError(
+            f"{source}: backbone.crop_scale: need [low, high] with 0 < low <= high <= 1, got {p.backbone.crop_scale}"
+        )
+    if len(p.backbone.mean) != p.backbone.channels or len(p.backbone.std) != p.backbone.channels:
+        raise ParamsError(f"{source}: backbone.mean/std: need one value per channel ({p.backbone.channels})")
+
+
+SEED = Section("seed", int, Field(0, ge=0))
+EXPERIMENT = Section("experiment", ExperimentConfig, field(default_factory=ExperimentConfig), (_check_folds,))
+BACKBONE = Section("backbone", BackboneConfig, field(default_factory=BackboneConfig), (_check_backbone,))
+TRAIN = Section("train", TrainConfig, field(default_factory=TrainConfig))
+EVAL = Section("eval", EvalConfig, field(default_factory=EvalConfig))
+SCOPE = Section("scope", ScopeConfig, field(default_factory=ScopeConfig))

@@ -16,6 +16,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+from pipeline.config.report import Claim
 from pipeline.infra.registry import import_modules
 from pipeline.infra.schema import section
 
@@ -26,19 +27,6 @@ class MethodConfig:
 
     # normalisation applied to the head output in training, validation and test
     embedding_norm: Literal["l2", "lipschitz", "none"] = "l2"
-
-
-@section(frozen=True)
-class Claim:
-    """A paper's claim that run `better` beats run `base`, measured ``where``: ``runs`` (the MLRC fold x seed models)
-    or ``poc`` (the 2-D proof of concept's seeds, CCP Fig. 2). Declared by a family's record, or for the baselines
-    in ``report.claims``."""
-
-    text: str
-    source: str
-    base: str
-    better: str
-    where: Literal["runs", "poc"] = "runs"
 
 
 @dataclass(frozen=True)

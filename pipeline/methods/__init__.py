@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import importlib
 
-from pipeline.config import BaselineConfig
+from pipeline.config.methods import BaselineConfig
 from pipeline.families import parse_run
 from pipeline.infra.registry import import_modules
 from pipeline.methods.baselines import BaselineObjective

@@ -8,7 +8,8 @@ from __future__ import annotations
 
 from pytorch_metric_learning import losses
 
-from pipeline.config import BaselineConfig, TrainConfig
+from pipeline.config import TrainConfig
+from pipeline.config.methods import BaselineConfig
 from pipeline.losses import LossContext, build_loss
 from pipeline.methods.objective import Objective
 from pipeline.miners import build_miner

@@ -1,6 +1,7 @@
 """Each stage's code as one file: `data/code/<stage module>.json` maps every project file the stage's command can
-import to the SHA-256 of its content, written by dvc.yaml's first stage, `code`. Each stage depends on its own file,
-so an edit reruns exactly the stages whose command can import the edited file, and dvc.yaml lists no code file.
+import to the SHA-256 of its content, written by dvc.yaml's first stage, `code` (stages/code.py). Each stage depends
+on its own file, so an edit reruns exactly the stages whose command can import the edited file, and dvc.yaml lists
+no code file.
 
 A stage's command runs `-m stages.<name>`; its code is every project module that command can import, at module or
 function level, transitively, with the `__init__.py` of each package on the way (Python runs them); a registry
@@ -10,19 +11,17 @@ pipeline/infra/registry.py: pipeline/losses, families, methods), brings all of t
 
 from __future__ import annotations
 
-import argparse
 import ast
 import hashlib
 import json
 import re
-import sys
 from functools import cache
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
 PACKAGES = ("pipeline", "stages")  # the project's code; everything else is an installed package
 COMMAND = re.compile(r"-m\s+(stages\.\w+)")
-SELF = "pipeline.orchestration.dvc_deps"  # the code stage's command: it imports no stage module
+SELF = "stages.code"  # the code stage's own module: it depends on every file of pipeline/ and stages/
 
 
 def module_file(name: str, root: Path = ROOT) -> Path | None:
@@ -94,7 +93,7 @@ def stage_modules(dvc_yaml: Path) -> list[str]:
 
     stages = YAML(typ="safe").load(dvc_yaml)["stages"]
     commands = {name: " ".join(str(stage["cmd"]).split()) for name, stage in stages.items()}
-    return list(dict.fromkeys(stage_module(n, c) for n, c in commands.items() if f"-m {SELF} " not in c))
+    return [m for m in dict.fromkeys(stage_module(n, c) for n, c in commands.items()) if m != SELF]
 
 
 def fingerprint(module: str, root: Path = ROOT) -> dict[str, str]:
@@ -115,19 +114,3 @@ def write_fingerprints(out: Path, root: Path = ROOT) -> list[str]:
         text = json.dumps(fingerprint(module, root), indent=1, sort_keys=True) + "\n"
         (out / Path(fingerprint_file(module)).name).write_text(text)
     return modules
-
-
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--out", type=Path, default=ROOT / "data" / "code")
-    args = parser.parse_args(argv)
-    from pipeline.infra.io import atomic_path
-
-    with atomic_path(args.out) as tmp:
-        modules = write_fingerprints(tmp)
-    print(f"{args.out}: the code of {len(modules)} stage modules ({', '.join(m.split('.')[-1] for m in modules)})")
-    return 0
-
-
-if __name__ == "__main__":
-    sys.exit(main())

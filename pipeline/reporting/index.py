@@ -10,7 +10,8 @@ from importlib.metadata import PackageNotFoundError, version
 import pandas as pd
 
 from pipeline import numerics
-from pipeline.config import Params, to_dict
+from pipeline.config import to_dict
+from pipeline.config.params import Params
 from pipeline.reporting.names import label
 
 PACKAGES = ("torch", "pytorch-metric-learning", "faiss-cpu", "scikit-learn", "metric-learn", "cvxpy", "numpy", "dvc")

@@ -8,7 +8,8 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from pipeline.config import Params, dotted, to_dict
+from pipeline.config import dotted, to_dict
+from pipeline.config.params import Params
 from pipeline.reporting.figures import plt, save
 from pipeline.studies.tuning import completed
 

@@ -15,7 +15,7 @@ from dataclasses import replace
 
 import pandas as pd
 
-from pipeline.config import Params
+from pipeline.config.params import Params
 from pipeline.training.jobs import FoldJob, FoldOutcome
 from pipeline.training.runs import run_setup
 

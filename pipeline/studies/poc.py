@@ -23,7 +23,7 @@ import torch
 from sklearn.datasets import load_digits
 from torch.utils.data import TensorDataset
 
-from pipeline.config import Params
+from pipeline.config.params import Params
 from pipeline.evaluation.retrieval import retrieval_scores
 from pipeline.infra.runtime import derive_seed, seed_everything
 from pipeline.methods.ccp import CCPObjective

@@ -50,7 +50,9 @@ from pathlib import Path
 
 import numpy as np
 
-from pipeline.config import Params, ParamsError, SearchDim, apply_values, to_dict
+from pipeline.config import ParamsError, apply_values, to_dict
+from pipeline.config.params import Params
+from pipeline.config.tune import SearchDim
 from pipeline.families import all_runs
 from pipeline.infra.parallel import Workers
 from pipeline.infra.runtime import derive_seed
