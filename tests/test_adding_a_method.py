@@ -149,6 +149,17 @@ def stage_code(repo: Path, stage: str) -> dict[str, str]:
     return json.loads((out / f"{stage}.json").read_text())
 
 
+def reached_by(repo: Path, path: str) -> set[str]:
+    """The stage modules whose code includes `path`: the stages (besides the code stage) that rerun when it is
+    added or edited."""
+    stage_code(repo, "train")
+    return {f.stem for f in (repo.parent / "code").glob("*.json") if path in json.loads(f.read_text())}
+
+
+# what trains, evaluates or reports a run (each loads the whole params, which names every loss, miner and family)
+EVERY_RUN = {"tune", "train", "evaluate", "export", "pictures", "poc", "ablation", "report"}
+
+
 def regenerate_and_commit(repo: Path, message: str) -> None:
     """What a person runs after editing (docs/adding-a-method.md): params.yaml (dvc.yaml needs nothing: each stage's
     code is the code stage's fingerprint of what it imports)."""
@@ -187,6 +198,7 @@ def test_a_loss_is_its_module(copy):
     assert touched(copy) == {"pipeline/losses/squared_contrastive.py", "conf/config.yaml"}
     regenerate_and_commit(copy, "a loss")
     assert "squared" in (copy / "params.yaml").read_text()
+    assert reached_by(copy, "pipeline/losses/squared_contrastive.py") == EVERY_RUN  # not prepare, embed, lanml
 
 
 def test_a_miner_is_its_module(copy):
@@ -200,6 +212,7 @@ def test_a_miner_is_its_module(copy):
     )
     assert touched(copy) == {"pipeline/miners/batch_hard.py", "conf/config.yaml"}
     regenerate_and_commit(copy, "a miner")
+    assert reached_by(copy, "pipeline/miners/batch_hard.py") == EVERY_RUN
     assert "batch_hard" in (copy / "params.yaml").read_text()  # and the checks know it mines triplets (p_switch)
 
 
@@ -216,7 +229,7 @@ def test_a_family_is_four_files(copy):
     regenerate_and_commit(copy, "a family")
     # the project's own checks of dvc.yaml against the records and the import closure pass on the extended copy
     sh([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "tests/test_families.py"], copy)
-    assert "pipeline/families/toy.py" in stage_code(copy, "train")  # its code reaches the train stages
+    assert reached_by(copy, "pipeline/families/toy.py") == EVERY_RUN  # its code reaches the train stages
 
 
 def test_both_train_through_the_tiny_config(copy):
@@ -307,7 +320,7 @@ def test_a_data_set_is_its_module_and_its_conf_file(copy):
     (copy / "pipeline/datasets/stripes.py").write_text(TOY_DATASET)
     (copy / "conf/dataset/stripes.yaml").write_text(TOY_DATASET_CONF)
     assert touched(copy) == {"pipeline/datasets/stripes.py", "conf/dataset/stripes.yaml"}
-    assert "pipeline/datasets/stripes.py" in stage_code(copy, "prepare")
+    assert reached_by(copy, "pipeline/datasets/stripes.py") == EVERY_RUN | {"prepare", "embed"}  # not lanml
     sh([sys.executable, "-m", "pipeline.compose", "dataset=stripes"], copy)
     assert yaml.safe_load((copy / "params.yaml").read_text())["data"]["stripes_noise"] == 30.0
     ran = sh(DVC + ["repro", "train@squared"], copy)
