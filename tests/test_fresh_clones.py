@@ -97,7 +97,10 @@ def test_your_own_image_folder_trains_exports_and_the_command_line_searches_it(r
     values[1] = f"data.source={images}"
     sh([sys.executable, "-m", "pipeline.compose", *values, "backbone.name=pixels"], here, home)
     status = sh(DVC + ["status"], here, home)
-    assert [line for line in status.splitlines() if line.endswith(":") and not line[0].isspace()] == ["tune:"], status
+    assert [line for line in status.splitlines() if line.endswith(":") and not line[0].isspace()] == [
+        "code:",
+        "tune:",
+    ], status
     # good -> bad -> good: a folder with an empty class stops before prepare's last output is touched
     broken = make_folder(root / "broken", classes=8, per_class=6)
     for f in (broken / "class_03").rglob("*.png"):
@@ -162,6 +165,6 @@ def test_your_own_image_folder_trains_exports_and_the_command_line_searches_it(r
     assert "-S 'experiment.methods=[ms]' -S 'ccp.losses=[]' -S 'profs.losses=[]'" in docs
     for attempt in range(2):
         ran = stages_run(sh(DVC + ["exp", "run", *options, *narrowed], here, home))
-        assert ran == ({"tune", "evaluate", "pictures", "export"} if attempt == 0 else set()), ran
+        assert ran == ({"code", "tune", "evaluate", "pictures", "export"} if attempt == 0 else set()), ran
     assert sorted(p.name for p in (here / "data" / "export").iterdir()) == ["ms.pt2"]
     assert "train@ms" in sh(DVC + ["dag"], here, home)

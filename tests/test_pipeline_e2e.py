@@ -205,6 +205,7 @@ def test_ccp_lambda_changes_only_ccp_rows_and_figures(repo):
     ran = stages_run(out)
     # not Loss-Proxy: no lambda there; tune reads every run's section, and at 0 trials rewrites the same records
     assert ran == {
+        "code",  # checks params.yaml whole on every change, and writes the same fingerprints
         "tune",
         "train@c2_ccp",
         "ablation@paper-ccp",
@@ -235,7 +236,8 @@ def test_exp_run_reruns_only_the_changed_method(repo):
     """Every `-S` composes from conf/: the lambda of the experiment before is back at conf/'s value, so C2-CCP
     comes back from the run cache (not retrained) and only the uncached poc reruns beside train@ms."""
     out = sh(DVC + ["exp", "run", "-S", "baselines.ms.loss.alpha=3.0"], repo)
-    assert stages_run(out) == {"tune", "train@ms", "evaluate", "pictures", "export", "report@paper", "poc@paper"}
+    ran = {"code", "tune", "train@ms", "evaluate", "pictures", "export", "report@paper", "poc@paper"}
+    assert stages_run(out) == ran
     assert "Stage 'train@c2_ccp' is cached" in out
     params = yaml.safe_load((repo / "params.yaml").read_text())
     assert params["baselines"]["ms"]["loss"]["alpha"] == 3.0 and params["ccp"]["lambda"] == 0.0002

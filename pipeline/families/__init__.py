@@ -2,7 +2,7 @@
 every variant of a list, configured by one params section.
 
 A family's module here declares its section's schema and registers a :class:`Family`; nothing else lists families:
-the params root gets a section per family (pipeline/config/loader.py), the functions at the end name and parse the
+the params root gets a section per family (pipeline/config/params.py), the functions at the end name and parse the
 runs (``<loss>_<variant>``; all_runs also composes params' ``experiment.runs``, the train matrix), the training
 stage builds each run's objective with the module the record names (its ``build_objective``), and the report prints
 the papers' names from the record and tests the papers' claims about the family's runs that the record declares (the

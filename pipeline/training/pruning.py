@@ -1,5 +1,5 @@
 """A tuning trial's early cut, as the training loop applies it (the floor comes from the study:
-pipeline/studies/tuning.py pruning_floors; the rule's settings: `tune.pruner`, pipeline/config/studies.py).
+pipeline/studies/tuning.py pruning_floors; the rule's settings: `tune.pruner`, pipeline/config/tune.py).
 
 The rule judges a model by its best validation MAP@R so far, the number early stopping keeps, not by the last
 epoch's: a curve that peaks, dips and climbs back (C2-Loss-Proxy on emoji peaks at epoch 1) is judged by its peak.
