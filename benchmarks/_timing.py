@@ -13,11 +13,11 @@ from pathlib import Path
 import torch
 from omegaconf import OmegaConf
 
-from pipeline.config.params import load_params
 from pipeline.data.manifest import read_manifest
 from pipeline.models.features import FeatureCache
+from pipeline.params.root import load_params
+from pipeline.runs import run_setup
 from pipeline.training.experiment import train_fold
-from pipeline.training.runs import run_setup
 
 
 def input_arguments(parser: argparse.ArgumentParser) -> None:

@@ -35,15 +35,15 @@ import torch
 from _timing import raw_params
 from torch.utils.data import DataLoader
 
-from pipeline.config.params import params_from_dict
 from pipeline.data.manifest import read_manifest
 from pipeline.data.pixels import PixelStore, write_pixel_store
 from pipeline.datasets.digit_pairs import write_digit_pairs
 from pipeline.infra.runtime import choose_device
 from pipeline.models.transforms import pixel_mode
+from pipeline.params.root import params_from_dict
+from pipeline.runs import run_setup
 from pipeline.training import loop as training
 from pipeline.training.experiment import train_fold
-from pipeline.training.runs import run_setup
 
 
 class Clock:

@@ -45,7 +45,6 @@ import torch
 from omegaconf import OmegaConf
 from PIL import Image
 
-from pipeline.config.params import params_from_dict
 from pipeline.data.manifest import build_manifest, read_manifest
 from pipeline.data.pixels import PixelStore, write_pixel_store
 from pipeline.infra.parallel import run_jobs
@@ -54,9 +53,10 @@ from pipeline.methods import build_objective
 from pipeline.models.backbones import build_backbone
 from pipeline.models.embedder import Embedder, build_head
 from pipeline.models.transforms import pixel_mode
+from pipeline.params.root import params_from_dict
+from pipeline.runs import run_setup
 from pipeline.training.experiment import image_data
 from pipeline.training.loop import FoldData, autocast, epoch_batches, prepare, to_device
-from pipeline.training.runs import run_setup
 
 STORE = "store"  # the synthetic set's pixel store, beside its images
 

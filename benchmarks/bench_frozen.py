@@ -40,14 +40,14 @@ import numpy as np
 import torch
 from _timing import input_arguments, raw_params
 
-from pipeline.config.params import params_from_dict
 from pipeline.data.manifest import read_manifest
 from pipeline.methods.objective import Objective
 from pipeline.models.embedder import Embedder
+from pipeline.params.root import params_from_dict
+from pipeline.runs import run_setup
 from pipeline.training import loop as training
 from pipeline.training.exact_adam import ExactAdam
 from pipeline.training.experiment import load_features, train_fold
-from pipeline.training.runs import run_setup
 
 PARTS = [
     "batches",
@@ -302,8 +302,8 @@ def stage_overhead(params_file: str | None, run: str, data: str, features: str) 
     import tempfile
 
     from pipeline.config import apply_values
-    from pipeline.config.params import load_params
-    from pipeline.training.runs import model_ids
+    from pipeline.params.root import load_params
+    from pipeline.runs import model_ids
 
     params_file = params_file or "params.yaml"
     tuned = Path("data/tuned") / f"{run}.json"

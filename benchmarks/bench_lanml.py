@@ -15,11 +15,11 @@ import time
 from pathlib import Path
 
 import pipeline  # noqa: F401  (pins the CPU numerics before numpy loads)
-from pipeline.config.params import load_params
 from pipeline.linear.datasets import load_dataset
 from pipeline.linear.lanml import solve_cvxpy
 from pipeline.linear.protocol import split_parts
 from pipeline.linear.timing import STRICT, lanml_problems, time_fits
+from pipeline.params.root import load_params
 from pipeline.reporting.lanml_table import timing_markdown
 
 

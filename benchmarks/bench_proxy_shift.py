@@ -20,11 +20,11 @@ from dataclasses import replace
 import pandas as pd
 import torch
 
-from pipeline.config.params import load_params
 from pipeline.data.manifest import read_manifest
 from pipeline.models.features import FeatureCache
+from pipeline.params.root import load_params
+from pipeline.runs import run_setup
 from pipeline.training.experiment import train_fold
-from pipeline.training.runs import run_setup
 
 BEFORE = {
     "proxy_lr_multiplier": 10.0,

@@ -33,9 +33,9 @@ from pathlib import Path
 import numpy as np
 from _timing import input_arguments, raw_params
 
-from pipeline.config.params import params_from_dict
 from pipeline.infra.parallel import Workers
 from pipeline.infra.runtime import train_workers
+from pipeline.params.root import params_from_dict
 from pipeline.studies import tuning
 
 

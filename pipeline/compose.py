@@ -18,7 +18,7 @@ from pathlib import Path
 from omegaconf import OmegaConf
 
 from pipeline.config import ParamsError
-from pipeline.config.params import load_params
+from pipeline.params.root import load_params
 
 ROOT = Path(__file__).resolve().parents[1]
 

@@ -21,7 +21,7 @@ _log = logging.getLogger("pipeline.stage")  # DEBUG: written to the stage's log 
 
 def run(description: str, configure: Callable[[argparse.ArgumentParser], None], body: Callable, root: type) -> None:
     """Parse arguments, load the sections of params.yaml that `root` holds (the stage's own, pipeline/config/loader.py
-    params_type, or every section, pipeline/config/params.py Params), run `body(params, args)`; user errors exit 2
+    params_type, or every section, pipeline/params/root.py Params), run `body(params, args)`; user errors exit 2
     with one line (under DVC a second names the command that restores the workspace)."""
     parser = argparse.ArgumentParser(description=description)
     parser.add_argument("--params", default="params.yaml", help="params file (default: params.yaml)")

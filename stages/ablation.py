@@ -1,10 +1,10 @@
 """ablation: one ablation study (pipeline/studies/ablation.py), every grid point trained on one fold in
 ``train.workers`` processes; writes one CSV row per point (the report stage draws the figures)."""
 
-from pipeline.config.params import Params
 from pipeline.infra.io import write_text
 from pipeline.infra.parallel import run_jobs
 from pipeline.infra.runtime import train_workers
+from pipeline.params.root import Params
 from pipeline.studies import ablation
 from pipeline.training.worker import run_fold_job
 from stages._common import run

@@ -6,11 +6,11 @@ reads): with train.augment_on=device the stage decodes every image once into the
 """
 
 from pipeline.config import to_dict
-from pipeline.config.data import DATA
 from pipeline.config.loader import params_type
 from pipeline.config.run import BACKBONE, SEED, TRAIN
 from pipeline.infra.download import download_folder
 from pipeline.infra.io import atomic_path, write_json
+from pipeline.params.data import DATA
 from stages._common import run
 
 PARAMS = params_type(SEED, DATA, BACKBONE, TRAIN)  # the sections this stage reads

@@ -11,12 +11,11 @@ runs are evaluated in ``eval.workers`` processes, and every output folder appear
 
 from pathlib import Path
 
-from pipeline.config.params import Params
 from pipeline.evaluation.runs import HEADLINE, embeddings_file, evaluate_run
-from pipeline.families import all_runs
 from pipeline.infra.io import atomic_path, write_json
 from pipeline.infra.parallel import run_jobs
-from pipeline.training.runs import model_ids
+from pipeline.params.root import Params
+from pipeline.runs import all_runs, model_ids
 from stages._common import run
 
 

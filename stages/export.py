@@ -4,8 +4,8 @@ folder as an artifact; `dml embed` / `dml search` (pipeline/cli.py) read the fil
 
 from pathlib import Path
 
-from pipeline.config.params import Params
 from pipeline.infra.io import atomic_path
+from pipeline.params.root import Params
 from stages._common import run
 
 
@@ -13,12 +13,11 @@ def main(params, args):
     from PIL import Image
 
     from pipeline.data.manifest import read_manifest
-    from pipeline.families import all_runs
     from pipeline.infra.download import download_folder
     from pipeline.models.backbones import describe_backbone
     from pipeline.models.export import best_model, export_model, preprocess, rebuild, recipe
     from pipeline.models.transforms import eval_transform
-    from pipeline.training.runs import model_ids, model_name, trained_setup
+    from pipeline.runs import all_runs, model_ids, model_name, trained_setup
 
     names = [model_name(fold, seed) for fold, seed in model_ids(params)]
     with Image.open(read_manifest(args.data).image_path(0)) as image:  # the example input the export traces

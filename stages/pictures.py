@@ -4,14 +4,14 @@ them from reports/README.md."""
 
 from pathlib import Path
 
-from pipeline.config.params import Params
 from pipeline.data.manifest import read_manifest
 from pipeline.evaluation.runs import embeddings_file
-from pipeline.families import all_runs
 from pipeline.infra.io import atomic_path
 from pipeline.infra.parallel import run_jobs
+from pipeline.params.root import Params
 from pipeline.reporting.names import label
 from pipeline.reporting.pictures import class_names, run_pictures
+from pipeline.runs import all_runs
 from stages._common import run
 
 

@@ -6,9 +6,9 @@ from pathlib import Path
 
 import numpy as np
 
-from pipeline.config.params import Params
 from pipeline.infra.io import write_json
 from pipeline.infra.parallel import run_jobs
+from pipeline.params.root import Params
 from pipeline.reporting.figures import poc_figure
 from pipeline.studies.poc import poc_job, poc_setup
 from stages._common import run

@@ -6,11 +6,11 @@ real-image default, emoji drawn by eleven artists' sets fetched from the npm reg
 sop, inshop, the real benchmarks, downloaded (or taken from data.source) and extracted into the output folder.
 """
 
-from pipeline.config.data import DATA
 from pipeline.config.loader import params_type
 from pipeline.config.run import EXPERIMENT, SEED
 from pipeline.datasets import datasets
 from pipeline.infra.io import atomic_path
+from pipeline.params.data import DATA
 from stages._common import run
 
 PARAMS = params_type(SEED, DATA, EXPERIMENT)  # the sections this stage reads

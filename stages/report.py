@@ -13,7 +13,7 @@ pipeline/reporting/pages.py; every file is replaced atomically.
 
 from pathlib import Path
 
-from pipeline.config.params import Params
+from pipeline.params.root import Params
 from pipeline.reporting.inputs import load, published
 from pipeline.reporting.pages import write_report
 from pipeline.reporting.publish import check_sources, publish

@@ -7,7 +7,7 @@ The run's settings come from params.yaml with the tune stage's values applied; t
 recorded in `--tuned` (what DVC saw change), or the stage stops.
 
 Under torchrun (``train.launcher``), every process trains the models one after the other with
-DistributedDataParallel (pipeline/training/distributed.py) and only rank 0 writes.
+DistributedDataParallel (pipeline/batching/distributed.py) and only rank 0 writes.
 """
 
 from contextlib import ExitStack
@@ -16,13 +16,12 @@ from pathlib import Path
 import pandas as pd
 
 from pipeline.config import ParamsError
-from pipeline.config.params import Params
-from pipeline.families import all_runs
 from pipeline.infra.io import atomic_path
 from pipeline.infra.parallel import run_jobs
 from pipeline.infra.runtime import launched_by_torchrun, train_workers
+from pipeline.params.root import Params
+from pipeline.runs import all_runs, model_ids, model_name, run_setup, trained_setup
 from pipeline.training.jobs import FoldJob
-from pipeline.training.runs import model_ids, model_name, run_setup, trained_setup
 from pipeline.training.worker import run_fold_job
 from stages._common import run
 
@@ -86,7 +85,7 @@ def main(params, args):
 
 
 def _join_ranks() -> int:
-    from pipeline.training.distributed import init_from_env  # imports torch: only under torchrun
+    from pipeline.batching.distributed import init_from_env  # imports torch: only under torchrun
 
     return init_from_env()
 

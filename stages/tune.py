@@ -22,10 +22,11 @@ import logging
 from pathlib import Path
 
 from pipeline.config import apply_values, to_dict
-from pipeline.config.params import Params
 from pipeline.infra.io import atomic_path, write_json
 from pipeline.infra.parallel import Workers
 from pipeline.infra.runtime import train_workers
+from pipeline.params.root import Params
+from pipeline.runs import run_record
 from pipeline.studies.tuning import (
     completed_trials,
     finished_study,
@@ -34,7 +35,6 @@ from pipeline.studies.tuning import (
     tuning_order,
     validation_objective,
 )
-from pipeline.training.runs import run_record
 from stages._common import run
 
 log = logging.getLogger("stages.tune")
@@ -90,7 +90,7 @@ def record(params, name: str, inherited: dict, args, workers: Workers) -> dict:
 
 def trained_with(params, name: str, values: dict) -> dict:
     """What run `name`'s train stage reads and depends on: the tuned values and the run's settings with them
-    applied (its params section, pipeline/training/runs.py run_record), so that a change of a run's settings
+    applied (its params section, pipeline/runs.py run_record), so that a change of a run's settings
     reruns its train stage and no other (dvc.yaml's one train stage lists only the settings every run shares)."""
     tuned = apply_values(params, values, source=f"values of {name}") if values else params
     return {"run": name, "values": values, "settings": run_record(tuned, name)}

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from pipeline.config.params import params_from_dict
+from pipeline.params.root import params_from_dict
 
 ROOT = Path(__file__).resolve().parents[1]
 

@@ -72,7 +72,7 @@ def test_results_table_drops_columns_no_point_has():
 )
 def test_bad_ablation_params(tiny_dict, override, message):
     from pipeline.config import ParamsError
-    from pipeline.config.params import params_from_dict
+    from pipeline.params.root import params_from_dict
 
     with pytest.raises(ParamsError, match=message.replace("[", r"\[").replace("]", r"\]")):
         params_from_dict(merge(tiny_dict, override))

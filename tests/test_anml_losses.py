@@ -8,9 +8,9 @@ import torch
 from pytorch_metric_learning import distances, losses, reducers
 
 from pipeline.config import ParamsError
-from pipeline.config.params import params_from_dict
 from pipeline.losses.modules.anml import DANMLLoss, ImprovedLiftedLoss, ImprovedNPairLoss, log_sum_exp_radius
-from pipeline.training.runs import run_setup
+from pipeline.params.root import params_from_dict
+from pipeline.runs import run_setup
 from tests.conftest import merge
 
 X = torch.nn.functional.normalize(

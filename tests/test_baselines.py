@@ -8,12 +8,12 @@ import torch
 from pytorch_metric_learning.miners import DistanceWeightedMiner
 from scipy.stats import entropy
 
-from pipeline.config.params import params_from_dict
 from pipeline.evaluation.spectrum import singular_value_spectrum, spectral_decay
 from pipeline.losses.modules.quadruplet import QuadrupletLoss
 from pipeline.methods.baselines import BaselineObjective
 from pipeline.miners.modules.tuple_miners import RhoSwitchMiner, TripletPerAnchorMiner
-from pipeline.training.runs import run_setup
+from pipeline.params.root import params_from_dict
+from pipeline.runs import run_setup
 from tests.conftest import merge, project_params
 
 # four points on a line (1-D embeddings): classes 0, 0, 1, 2

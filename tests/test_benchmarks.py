@@ -13,10 +13,10 @@ import numpy as np
 import pytest
 from PIL import Image
 
-from pipeline.config.params import params_from_dict
 from pipeline.data.manifest import DataError, read_manifest
 from pipeline.datasets import benchmarks
 from pipeline.infra.download import DownloadError
+from pipeline.params.root import params_from_dict
 from tests.conftest import merge, project_params
 
 

@@ -13,7 +13,6 @@ from pytorch_metric_learning import distances, losses, reducers
 from pytorch_metric_learning.utils import loss_and_miner_utils as lmu
 
 from pipeline.config import ParamsError
-from pipeline.config.params import params_from_dict
 from pipeline.families.ccp import CCPConfig
 from pipeline.losses import LossContext, build_loss
 from pipeline.losses.modules.pair_losses import all_triplet_indices
@@ -21,8 +20,9 @@ from pipeline.methods.ccp import CCPObjective
 from pipeline.methods.kcenter import covering_radius, greedy_k_center
 from pipeline.methods.objective import projection_penalty
 from pipeline.models.embedder import normalize_embeddings
+from pipeline.params.root import params_from_dict
+from pipeline.runs import run_setup
 from pipeline.training.experiment import train_fold
-from pipeline.training.runs import run_setup
 from tests.conftest import merge
 
 CPU = torch.device("cpu")
@@ -420,7 +420,7 @@ def test_a_ccp_runs_record_holds_exactly_the_keys_its_variant_uses(tiny_params):
     (a Loss-Proxy run must not retrain when ccp.lambda, which it does not use, changes)."""
     from pipeline.families.ccp import ALGORITHM_1_KEYS as CCP_ALGORITHM_1_KEYS
     from pipeline.families.ccp import SHARED_KEYS as CCP_SHARED_KEYS
-    from pipeline.training.runs import run_record
+    from pipeline.runs import run_record
 
     base, alternating = run_record(tiny_params, "c2_loss_proxy"), run_record(tiny_params, "c2_ccp")
     assert set(base) == {"c2", *CCP_SHARED_KEYS} and "lambda" not in base

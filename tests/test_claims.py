@@ -6,9 +6,9 @@ import pandas as pd
 import pytest
 from scipy import stats
 
-from pipeline.config.params import params_from_dict
 from pipeline.evaluation.paired import cluster_bootstrap, holm, verdict
 from pipeline.families import Claim
+from pipeline.params.root import params_from_dict
 from pipeline.reporting.claims import (
     RANGE_END,
     STILL_IMPROVING,

@@ -4,7 +4,7 @@ import pytest
 
 from pipeline.compose import compose, composed
 from pipeline.config import ParamsError, to_dict
-from pipeline.config.params import Params, load_params, params_from_dict
+from pipeline.params.root import Params, load_params, params_from_dict
 from tests.conftest import ROOT, merge, write_params
 
 

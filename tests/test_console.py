@@ -94,9 +94,8 @@ def test_the_evaluate_stage_draws_one_bar_for_all_its_models(monkeypatch, tmp_pa
     import numpy as np
     import tqdm
 
-    from pipeline.config.params import params_from_dict
-    from pipeline.families import all_runs
-    from pipeline.training.runs import model_ids, model_name
+    from pipeline.params.root import params_from_dict
+    from pipeline.runs import all_runs, model_ids, model_name
     from stages import evaluate
     from tests.conftest import merge
 

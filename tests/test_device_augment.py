@@ -10,14 +10,14 @@ import pytest
 import torch
 from PIL import Image
 
-from pipeline.config.params import params_from_dict
 from pipeline.data.decode import without_alpha
 from pipeline.data.manifest import DataError, build_manifest, read_manifest
 from pipeline.data.pixels import PixelStore, write_pixel_store
 from pipeline.models.device_augment import DeviceAugment, StoredImages, resized_shape
 from pipeline.models.transforms import pixel_mode, train_transform
+from pipeline.params.root import params_from_dict
+from pipeline.runs import run_setup
 from pipeline.training.experiment import train_fold
-from pipeline.training.runs import run_setup
 from tests.conftest import merge
 
 CPU = torch.device("cpu")

@@ -1,5 +1,5 @@
 """Two processes on the gloo backend (CPU): one DDP step on each half of a global batch equals the
-single-process step on the whole batch (pipeline/training/distributed.py, pipeline/training.Stepper)."""
+single-process step on the whole batch (pipeline/batching/distributed.py, pipeline/training.Stepper)."""
 
 from __future__ import annotations
 
@@ -11,12 +11,12 @@ import torch
 import torch.distributed as dist
 import torch.multiprocessing as mp
 
-from pipeline.config.params import params_from_dict
 from pipeline.methods import build_objective
 from pipeline.methods.objective import trainable
 from pipeline.models.embedder import Embedder, build_head
+from pipeline.params.root import params_from_dict
+from pipeline.runs import run_setup
 from pipeline.training.loop import Stepper, make_optimizer, wrap_for_ranks
-from pipeline.training.runs import run_setup
 from tests.conftest import TINY_OVERRIDES, merge, project_params
 
 CPU = torch.device("cpu")
@@ -109,7 +109,7 @@ def test_two_gloo_processes_take_the_single_process_step(tmp_path):
 
 
 def test_methods_without_multi_process_support_are_refused():
-    from pipeline.training.distributed import DistributedError
+    from pipeline.batching.distributed import DistributedError
 
     params = params_from_dict(merge(project_params(), TINY_OVERRIDES))
     with pytest.raises(DistributedError, match="PROFSObjective: this method does not support multi-process"):

@@ -171,7 +171,7 @@ def test_each_stage_loads_the_sections_its_dvc_params_name():
     that DVC does not track would not rerun when it changes); a partial root holds exactly those."""
     import importlib
 
-    from pipeline.config.params import Params
+    from pipeline.params.root import Params
 
     stages = yaml.safe_load((ROOT / "dvc.yaml").read_text())["stages"]
     for name, stage in stages.items():

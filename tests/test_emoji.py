@@ -146,8 +146,8 @@ def test_dataset_emoji_composes_its_settings_and_the_stages_run(three_sets, tmp_
     import argparse
 
     from pipeline.compose import composed
-    from pipeline.config.params import params_from_dict
     from pipeline.infra.io import read_json
+    from pipeline.params.root import params_from_dict
     from stages import embed, prepare
     from tests.conftest import TINY_OVERRIDES, merge
 

@@ -11,8 +11,8 @@ import torch
 from PIL import Image
 
 from pipeline.models.export import best_model, export_model, load_model, preprocess, rebuild, recipe
+from pipeline.runs import run_setup
 from pipeline.training.experiment import train_fold
-from pipeline.training.runs import run_setup
 
 CPU = torch.device("cpu")
 

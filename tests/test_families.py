@@ -7,8 +7,9 @@ import pytest
 import yaml
 
 from pipeline.config import ParamsError
-from pipeline.config.params import load_params, params_from_dict
-from pipeline.families import all_runs, families, family_runs, parse_run
+from pipeline.families import families
+from pipeline.params.root import load_params, params_from_dict
+from pipeline.runs import all_runs, family_runs, parse_run
 from tests.conftest import ROOT
 
 

@@ -10,13 +10,13 @@ import torch
 from pytorch_metric_learning import miners
 
 from pipeline.config import ParamsError
-from pipeline.config.params import params_from_dict
 from pipeline.infra.registry import schema_tag
 from pipeline.infra.schema import section
 from pipeline.miners import build_miner, miner_records, register_miner
 from pipeline.miners.library import DistanceWeightedMinerParams, MultiSimilarityMinerParams, NoMinerParams
 from pipeline.miners.modules.tuple_miners import TripletPerAnchorMiner
 from pipeline.miners.revisiting import SemihardMinerParams
+from pipeline.params.root import params_from_dict
 
 
 def test_every_record_is_named_by_its_schema_tag_and_says_whether_it_mines_triplets():

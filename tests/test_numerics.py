@@ -170,8 +170,8 @@ def test_stages_give_identical_outputs_on_emulated_cpus(tmp_path, tiny_dict):
     stage (faiss kNN re-ranked exactly, k-means, spectra), the pictures (kNN, t-SNE, PNG bytes) and the LANML stage
     (numpy, scipy, cvxpy's numerics, metric-learn) on a tiny config, under two emulated CPUs (faiss's SIMD level and
     BLAS too): identical pinned; unpinned, embed and train already differ."""
-    from pipeline.config.params import params_from_dict
-    from pipeline.families import all_runs
+    from pipeline.params.root import params_from_dict
+    from pipeline.runs import all_runs
 
     params = write_params(
         tmp_path / "params.yaml",

@@ -2,9 +2,10 @@
 
 import pytest
 
-from pipeline.config.params import params_from_dict
-from pipeline.reporting.budgets import cut_while_improving, poc_markdown
+from pipeline.params.root import params_from_dict
+from pipeline.reporting.budgets import poc_markdown
 from pipeline.studies.poc import poc_job, poc_setup
+from pipeline.training.stopping import cut_while_improving
 from tests.conftest import merge
 
 

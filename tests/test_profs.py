@@ -7,12 +7,12 @@ import pytest
 import torch
 
 from pipeline.config import ParamsError
-from pipeline.config.params import params_from_dict
 from pipeline.methods.profs import PROFSObjective, hard_negative_classes, hncm_classes, projection_steps
 from pipeline.models.embedder import Embedder, build_head
+from pipeline.params.root import params_from_dict
+from pipeline.runs import run_setup
 from pipeline.training.experiment import fold_rows, frozen_data, train_fold
 from pipeline.training.loop import TrainContext
-from pipeline.training.runs import run_setup
 from tests.conftest import merge
 
 CPU = torch.device("cpu")

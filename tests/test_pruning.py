@@ -13,9 +13,10 @@ import pandas as pd
 import pytest
 import torch
 
-from pipeline.config.params import params_from_dict
 from pipeline.config.tune import PrunerConfig
 from pipeline.infra.parallel import Workers
+from pipeline.params.root import params_from_dict
+from pipeline.runs import run_setup
 from pipeline.studies.tuning import (
     TrialResult,
     completed_trials,
@@ -28,7 +29,6 @@ from pipeline.studies.tuning import (
 )
 from pipeline.training.experiment import train_fold
 from pipeline.training.pruning import Floor
-from pipeline.training.runs import run_setup
 from tests.conftest import merge
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -3,7 +3,7 @@
 import numpy as np
 import pytest
 
-from pipeline.training.samplers import ClassBatchSampler
+from pipeline.batching.samplers import ClassBatchSampler
 
 LABELS = np.repeat(np.arange(6), [5, 5, 5, 5, 5, 2])  # class 5 is smaller than images_per_class
 

@@ -13,14 +13,14 @@ import pytest
 import torch
 from torch import nn
 
-from pipeline.config.params import params_from_dict
 from pipeline.data.images import ManifestImages
 from pipeline.infra import runtime
 from pipeline.infra.parallel import run_jobs
 from pipeline.models.transforms import eval_transform
+from pipeline.params.root import params_from_dict
+from pipeline.runs import run_setup
 from pipeline.training import cuda_graphs
 from pipeline.training.loop import EmbeddingInputs, FoldData, TrainContext, autocast, embed
-from pipeline.training.runs import run_setup
 from tests.conftest import merge
 
 CPU = torch.device("cpu")

@@ -307,8 +307,8 @@ def test_train_refuses_settings_other_than_those_tune_wrote(tmp_path, tiny_dict,
     """DVC reruns a run's train stage when its data/tuned/<run>.json changes, which holds the run's settings; a
     params.yaml whose settings for the run differ from that file's (edited after tune ran) stops the stage before
     it trains, naming the file."""
-    from pipeline.config.params import params_from_dict
-    from pipeline.training.runs import run_record
+    from pipeline.params.root import params_from_dict
+    from pipeline.runs import run_record
     from stages.tune import trained_with
 
     tuned = tmp_path / "ms.json"

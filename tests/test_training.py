@@ -5,13 +5,13 @@ import pandas as pd
 import pytest
 import torch
 
-from pipeline.config.params import params_from_dict
 from pipeline.evaluation.protocol import evaluate_embeddings
 from pipeline.methods import build_objective
 from pipeline.models.backbones import BackboneError, build_backbone
+from pipeline.params.root import params_from_dict
+from pipeline.runs import run_setup
 from pipeline.training.experiment import train_fold
 from pipeline.training.loop import TrainingError
-from pipeline.training.runs import run_setup
 from tests.conftest import merge
 
 CPU = torch.device("cpu")
@@ -87,7 +87,7 @@ def test_profs_takes_the_stop_only_at_the_end_of_a_projection(tiny_dict, tiny_da
 
 def test_profs_budget_of_the_protocols(tiny_dict, tiny_data):
     """profs.max_epochs / profs.patience give the whole PROFS family, plain included, its own budget."""
-    from pipeline.training.runs import run_train_config
+    from pipeline.runs import run_train_config
 
     params = params_from_dict(merge(tiny_dict, {"profs": {"max_epochs": 100, "patience": 100}}))
     for run in ("ms_plain", "ms_profs_hncm"):

@@ -8,12 +8,12 @@ import torch
 from PIL import Image
 
 from pipeline.config import BackboneConfig, ParamsError
-from pipeline.config.params import params_from_dict
 from pipeline.data.decode import without_alpha
 from pipeline.data.manifest import read_manifest
 from pipeline.datasets.folder import write_folder
 from pipeline.models.features import extract_features
 from pipeline.models.transforms import eval_transform
+from pipeline.params.root import params_from_dict
 from pipeline.reporting.pictures import _thumbnail
 
 

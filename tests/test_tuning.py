@@ -11,11 +11,11 @@ import pytest
 import torch
 
 from pipeline.config import ParamsError, apply_values
-from pipeline.config.params import params_from_dict
 from pipeline.models.features import FeatureCache
+from pipeline.params.root import params_from_dict
+from pipeline.runs import run_setup
 from pipeline.studies.tuning import TrialResult, completed_trials, run_study, study_name
 from pipeline.training.experiment import train_fold
-from pipeline.training.runs import run_setup
 from tests.conftest import merge
 from tests.test_stages import run_stage
 

@@ -1,17 +1,14 @@
-"""params.yaml: its schema, one module per part of the pipeline, and the loader.
+"""params.yaml's sections that need no registry, and the loader; the sections made from the registries and the
+whole root are pipeline/params.
 
 - :mod:`.base`: ParamsError, YAML key names (the validated dataclass: pipeline/infra/schema.py)
 - :mod:`.loader`: a params root of the sections a caller reads (``params_type``), ``load_params``, the one-line
-  errors; no registry
+  errors
 - :mod:`.run`: seed, experiment, the keys every data set has, backbone, train, eval, scope
-- :mod:`.data`: the ``data`` section (each data set's own keys: pipeline/datasets)
-- :mod:`.methods`: the baseline runs (their losses and miners: pipeline/losses, pipeline/miners; the families'
-  sections, ccp and profs: pipeline/families)
-- :mod:`.studies`: poc, ablation; :mod:`.lanml`; :mod:`.report` (and the claims); :mod:`.tune`
-- :mod:`.params`: the whole root ``Params`` (every section, every registry) and its ``load_params``
+- :mod:`.lanml`, :mod:`.report` (and the papers' claims), :mod:`.tune`
 
-Each section module holds its section's cross-field rules. This package's own names import no registry, so a stage
-that reads no loss does not depend on pipeline/losses (pipeline/orchestration/dvc_deps.py).
+Each section module holds its section's cross-field rules. Nothing here imports a registry, so every layer may
+import it and a stage that reads no loss does not depend on pipeline/losses (pipeline/orchestration/dvc_deps.py).
 """
 
 from pipeline.config.base import ParamsError, dotted, field_name, rename_keywords, to_dict, yaml_key

@@ -3,7 +3,7 @@
 A params root is a dataclass of :class:`Section` fields built by :func:`params_type`; each stage loads the root of
 the sections it reads (stages/<name>.py), so a stage that reads no loss imports no loss (the code stage,
 pipeline/orchestration/dvc_deps.py, fingerprints what a stage's command can import). The whole root, every
-section and every registry, is pipeline/config/params.py's ``Params``.
+section and every registry, is pipeline/params/root.py's ``Params``.
 
 params.yaml is read through OmegaConf (YAML 1.2 numbers: ``2e-4`` is a float, unlike PyYAML's ``safe_load``) and
 validated by pydantic against the sections' dataclasses; every problem becomes one :class:`ParamsError` whose

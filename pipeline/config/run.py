@@ -22,17 +22,17 @@ class ExperimentConfig:
 
     methods: list[str] = field(default_factory=lambda: ["ms", "proxy_anchor"])
     # composed from methods and the families' lists (conf/config.yaml ${dml_runs:}); dvc.yaml's train matrix reads
-    # it, so it must say what those lists say (pipeline/config/params.py); None: not composed (a dict in a test)
+    # it, so it must say what those lists say (pipeline/params/root.py); None: not composed (a dict in a test)
     runs: list[str] | None = None
     folds: list[int] = field(default_factory=lambda: [0, 1, 2, 3])
-    # replicate seeds: every run trains folds x seeds models (pipeline/training/runs.py model_ids)
+    # replicate seeds: every run trains folds x seeds models (pipeline/runs.py model_ids)
     seeds: list[Annotated[int, Field(ge=0)]] = Field(default_factory=lambda: [0], min_length=1)
 
 
 @section(kw_only=True)
 class DataKeys:
     """The ``data`` keys every data set has; each data set's own keys come from its record (pipeline/datasets),
-    and pipeline/config/data.py merges them into the ``data`` section."""
+    and pipeline/params/data.py merges them into the ``data`` section."""
 
     # digit_pairs: the embedded default; emoji: the real-image default; folder: your own images; the real
     # benchmarks (conf/dataset); one of pipeline/datasets' records

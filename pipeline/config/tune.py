@@ -1,5 +1,5 @@
 """The ``tune`` section: MLRC's tuning step (pipeline/studies/tuning.py), its search spaces and pruner; and its
-rule, which reads every section a space names (it runs on the whole params, pipeline/config/params.py)."""
+rule, which reads every section a space names (it runs on the whole params, pipeline/params/root.py)."""
 
 from __future__ import annotations
 

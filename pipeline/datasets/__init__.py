@@ -2,7 +2,7 @@
 
 Every module of this package registers its data sets with :func:`register_dataset`, and nothing else lists them:
 params validation builds the ``data`` section from the records (``data.name``'s choices and each data set's own
-keys, pipeline/config/data.py), the checks ask a record which protocol its data set trains under, the prepare
+keys, pipeline/params/data.py), the checks ask a record which protocol its data set trains under, the prepare
 stage calls its ``prepare``, and the report names it with its ``description`` and finds the papers' numbers for it
 by its ``paper_name`` (reference/published.csv).
 

@@ -11,7 +11,7 @@ from pipeline.data.manifest import DataError
 from pipeline.evaluation.protocol import mlrc_protocol
 from pipeline.evaluation.spectrum import singular_value_spectrum
 from pipeline.infra.io import read_json, read_npz
-from pipeline.training.runs import model_name
+from pipeline.runs import model_name
 
 HEADLINE = ("map_at_r", "precision_at_1")  # test: separated means, listed by dvc metrics / exp show
 

@@ -2,7 +2,7 @@
 every variant of a list, configured by one params section.
 
 A family's module here declares its section's schema and registers a :class:`Family`; nothing else lists families:
-the params root gets a section per family (pipeline/config/params.py), the functions at the end name and parse the
+the params root gets a section per family (pipeline/params/root.py), the functions at the end name and parse the
 runs (``<loss>_<variant>``; all_runs also composes params' ``experiment.runs``, the train matrix), the training
 stage builds each run's objective with the module the record names (its ``build_objective``), and the report prints
 the papers' names from the record and tests the papers' claims about the family's runs that the record declares (the
@@ -42,7 +42,7 @@ class Family:
     - objective: the module of pipeline/methods whose ``build_objective(section, train, loss, variant,
       num_classes)`` builds a run's objective from the family's section and the run's train section;
     - stage_keys: per variant list, the section's keys its stage depends on besides the loss's own section (None:
-      the whole section), which is also what a run records (pipeline/training/runs.py run_record);
+      the whole section), which is also what a run records (pipeline/runs.py run_record);
     - own_budget: the section's max_epochs / patience (0: train's) are the family's training budget;
     - check: a cross-field rule on the whole params, returning a problem ``"<key>: ..."`` or None;
     - claims: the papers' claims about its runs, for the whole params (its losses configured, the batch).
@@ -79,34 +79,3 @@ def families() -> dict[str, Family]:
     """Every registered family by params section, in section order (imports this package's modules once)."""
     import_modules(__name__)
     return dict(sorted(_FAMILIES.items()))
-
-
-def family_runs(params, family: Family) -> list[str]:
-    """The runs of `family` params trains, loss by loss."""
-    cfg = getattr(params, family.section)
-    return [f"{loss}_{variant}" for loss in cfg.losses for variant in family.trained_variants(cfg)]
-
-
-def all_runs(params) -> list[str]:
-    """Every run the pipeline trains and reports, in report order: baselines, then family by family."""
-    return list(params.experiment.methods) + [r for f in families().values() for r in family_runs(params, f)]
-
-
-def register_runs_resolver() -> None:
-    """``${dml_runs:}`` in conf/config.yaml: `experiment.runs`, composed from the lists all_runs reads, the one
-    list dvc.yaml's train matrix reads. Registered by the Hydra plugin hydra_plugins/dml_repro, which DVC's Hydra
-    composition (`dvc exp run -S`, pipeline/compose.py) loads from the project root."""
-    from omegaconf import ListConfig, OmegaConf
-
-    families()  # the family modules, imported now from the project the plugin was found in
-    OmegaConf.register_new_resolver("dml_runs", lambda *, _root_: ListConfig(all_runs(_root_)), replace=True)
-
-
-def parse_run(name: str) -> tuple[Family, str, str] | None:
-    """(family, loss, variant) of a family run name, or None (a baseline's or an unknown name)."""
-    for family in families().values():
-        for variant in family.variants:
-            loss = name.removesuffix(f"_{variant}")
-            if loss != name and loss in family.losses:
-                return family, loss, variant
-    return None

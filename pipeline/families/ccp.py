@@ -18,7 +18,7 @@ LOSSES = {"c1": "C1", "c2": "C2", "ms": "MS", "triplet": "Triplet"}
 BATCH_VARIANTS = ("batch", "loss_proxy")
 ALTERNATING_VARIANTS = ("ccp", "sample_ccp")  # re-initialise their anchors: several sub-problems
 # the ccp keys every CCP run trains with besides its loss's own section, and those only Algorithm 1's alternating
-# runs add: what a run records (pipeline/training/runs.py run_record), which the tune stage writes into the
+# runs add: what a run records (pipeline/runs.py run_record), which the tune stage writes into the
 # data/tuned/<run>.json its train stage depends on (tests/test_ccp.py)
 SHARED_KEYS = (
     "proxies_per_class",

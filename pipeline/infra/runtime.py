@@ -41,7 +41,7 @@ def seed_everything(seed: int, device: torch.device | None = None) -> None:
 
 
 def launched_by_torchrun() -> bool:
-    """True in a process torchrun started with more than one process (pipeline/training/distributed.py)."""
+    """True in a process torchrun started with more than one process (pipeline/batching/distributed.py)."""
     return int(os.environ.get("WORLD_SIZE", "1")) > 1
 
 

@@ -8,13 +8,13 @@ from __future__ import annotations
 
 from pytorch_metric_learning import losses
 
+from pipeline.batching.samplers import ClassBatchSampler, RandomClassBatchSampler
 from pipeline.config import TrainConfig
-from pipeline.config.methods import BaselineConfig
 from pipeline.losses import LossContext, build_loss
 from pipeline.methods.objective import Objective
 from pipeline.miners import build_miner
 from pipeline.miners.modules.tuple_miners import RhoSwitchMiner
-from pipeline.training.samplers import ClassBatchSampler, RandomClassBatchSampler
+from pipeline.params.baselines import BaselineConfig
 
 
 class BaselineObjective(Objective):

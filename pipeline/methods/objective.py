@@ -21,7 +21,7 @@ class Objective(nn.Module):
     """
 
     diagnostics: list[dict]
-    supports_distributed = True  # pipeline/training/distributed.py: False where the method cannot run under DDP
+    supports_distributed = True  # pipeline/batching/distributed.py: False where the method cannot run under DDP
     single_forward = True  # batch_loss calls the network once, on the batch (pipeline/training/cuda_graphs.py)
 
     def __init__(self, loss: nn.Module, miner: nn.Module | None = None, lr: float | None = None):
@@ -40,7 +40,7 @@ class Objective(nn.Module):
         ref_labels: torch.Tensor | None = None,
     ) -> torch.Tensor:
         """The loss (after the miner, if any); with ref_emb, over (embedding, reference) pairs only.
-        Under DDP the in-batch loss (no ref_emb) covers the global batch (pipeline/training/distributed.py)."""
+        Under DDP the in-batch loss (no ref_emb) covers the global batch (pipeline/batching/distributed.py)."""
         if ref_emb is None and self._global is not None:
             loss, miner = self._global
             return loss(embeddings, labels, miner(embeddings, labels) if miner is not None else None)
@@ -52,7 +52,7 @@ class Objective(nn.Module):
         """Gather in-batch terms across ranks with pytorch-metric-learning's wrappers (torchrun / DDP)."""
         from pytorch_metric_learning.utils.distributed import DistributedLossWrapper, DistributedMinerWrapper
 
-        from pipeline.training.distributed import DistributedError
+        from pipeline.batching.distributed import DistributedError
 
         if not self.supports_distributed:
             raise DistributedError(f"{type(self).__name__}: this method does not support multi-process training")
@@ -66,7 +66,7 @@ class Objective(nn.Module):
     def average_gradients(self) -> None:
         """Average this objective's parameter gradients over the ranks (after backward, under DDP);
         parameters inside the wrapped loss saw world x the loss and are divided once more."""
-        from pipeline.training.distributed import average_gradients
+        from pipeline.batching.distributed import average_gradients
 
         inner = {id(p) for p in self.loss.parameters()} if self._global is not None else set()
         average_gradients([p for p in self.parameters() if p.requires_grad], inner)

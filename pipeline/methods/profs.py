@@ -60,12 +60,12 @@ import torch
 import torch.nn.functional as F
 from pytorch_metric_learning import losses, miners
 
+from pipeline.batching.samplers import ClassBatchSampler
 from pipeline.families.profs import LOSSES, VARIANTS
 from pipeline.losses import LossContext, build_loss
 from pipeline.losses.modules.pair_losses import similarity
 from pipeline.methods.objective import Objective, projection_penalty, trainable
 from pipeline.miners.modules.tuple_miners import OneNegativePerPositiveMiner
-from pipeline.training.samplers import ClassBatchSampler
 
 MINED_LOSSES = ("contrastive", "triplet", "margin")  # one hard negative per positive (section 5.3)
 

@@ -65,7 +65,7 @@ class Embedder(nn.Module):
 
 
 def run_embedder(setup, backbone: nn.Module | None, in_dim: int) -> Embedder:
-    """The network run `setup` (pipeline/training/runs.py RunSetup) trains: `backbone` (None: cached features), a
+    """The network run `setup` (pipeline/runs.py RunSetup) trains: `backbone` (None: cached features), a
     head from `in_dim` to train.embedding_dim, the run's normalisations (a baseline's eval_norm is its own choice;
     CCP and PROFS evaluate what they train on)."""
     head = build_head(in_dim, setup.train.embedding_dim, setup.train.head_hidden)

@@ -91,7 +91,7 @@ def best_model(folder: Path, names: list[str]) -> tuple[str, dict]:
 
 
 def rebuild(setup, weights: Path, download_dir: str) -> nn.Module:
-    """The network run `setup` (pipeline/training/runs.py RunSetup) trained, with `weights` (its model.pt): in frozen
+    """The network run `setup` (pipeline/runs.py RunSetup) trained, with `weights` (its model.pt): in frozen
     mode the backbone the embed stage ran, put in front of the trained head, so that the network maps images, not
     cached features, to embeddings."""
     from pipeline.models.backbones import build_backbone

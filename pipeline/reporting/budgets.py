@@ -24,7 +24,8 @@ from pathlib import Path
 
 import pandas as pd
 
-from pipeline.training.runs import model_logs, model_name
+from pipeline.runs import model_logs, model_name
+from pipeline.training.stopping import cut_while_improving
 
 UNITS = {"subproblem": "sub-problems", "projection": "projections"}  # log column -> what the table calls it
 
@@ -40,12 +41,6 @@ def read_logs(folder: Path, runs: list[str], models: list[tuple[int, int]]) -> p
         if frames
         else pd.DataFrame(columns=["epoch", "val_map_at_r", "run", "model"])
     )
-
-
-def cut_while_improving(best_epoch: int, stop_epoch: int, patience: int) -> bool:
-    """The cap rule (module docstring): stopped fewer than `patience` epochs after the best one, so by a cap
-    (epochs, sub-problems), not by the patience; the MLRC runs and the 2-D proof of concept alike."""
-    return stop_epoch - best_epoch < patience
 
 
 def failed(curve: pd.Series, best_epoch: int) -> bool:

@@ -124,7 +124,7 @@ def _evidence(c: Claim, metrics, poc, per_class, models: list[str], samples: int
 
 
 def _cut_per_arm(c: Claim, cut: dict[str, int], poc: dict) -> dict[str, int]:
-    """Per arm of `c`: its models (2-D: seeds) cut by a cap while improving (budgets.cut_while_improving)."""
+    """Per arm of `c`: its models (2-D: seeds) cut by a cap while improving (pipeline/training/stopping.py)."""
     if c.where == POC:
         return {
             r: sum(bool(s.get("cut_while_improving")) for s in poc[r]["seeds"].values())
@@ -274,8 +274,7 @@ def _render(value) -> str:
 def claim_differences(params, claims: list[Claim]) -> dict[tuple[str, str], str]:
     """(base, better) -> what the arms of each claim whose runs are trained differ in: a family's variants (or the
     2-D proof of concept's) by their variant, any other pair by `arm_differences` of their recorded settings."""
-    from pipeline.families import all_runs, parse_run
-    from pipeline.training.runs import run_record
+    from pipeline.runs import all_runs, parse_run, run_record
 
     trained, out = set(all_runs(params)), {}
     for c in claims:
@@ -288,7 +287,7 @@ def claim_differences(params, claims: list[Claim]) -> dict[tuple[str, str], str]
 
 
 def arm_differences(base: dict, better: dict) -> str:
-    """What two runs' recorded settings (pipeline/training/runs.py run_record) differ in, key by key; a section that
+    """What two runs' recorded settings (pipeline/runs.py run_record) differ in, key by key; a section that
     names the same thing (loss, miner, sampler) on both sides is compared key by key, else shown whole."""
     out = []
     for key in dict.fromkeys([*base, *better]):

@@ -11,7 +11,7 @@ import pandas as pd
 
 from pipeline import numerics
 from pipeline.config import to_dict
-from pipeline.config.params import Params
+from pipeline.params.root import Params
 from pipeline.reporting.names import label
 
 PACKAGES = ("torch", "pytorch-metric-learning", "faiss-cpu", "scikit-learn", "metric-learn", "cvxpy", "numpy", "dvc")

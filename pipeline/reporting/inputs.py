@@ -10,14 +10,13 @@ import pandas as pd
 
 from pipeline.config import ParamsError
 from pipeline.datasets import datasets
-from pipeline.families import all_runs, parse_run
 from pipeline.infra.io import read_json
 from pipeline.reporting import budgets, comparison
 from pipeline.reporting.reference import read_published
 from pipeline.reporting.subproblems import read_subproblems
+from pipeline.runs import all_runs, alternating_ccp_runs, ccp_runs, model_ids, parse_run, run_train_config
 from pipeline.studies import ablation
 from pipeline.studies.tuning import tuning_order
-from pipeline.training.runs import alternating_ccp_runs, ccp_runs, model_ids, run_train_config
 
 
 def _need(path: Path, what: str, hint: str) -> Path:

@@ -6,7 +6,7 @@ the papers and to params.yaml / dvc.yaml. A run with no paper name (one a user a
 
 from __future__ import annotations
 
-from pipeline.families import parse_run
+from pipeline.runs import parse_run
 
 BASELINES = {
     "ms": "MS",

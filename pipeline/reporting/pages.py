@@ -23,7 +23,7 @@ from pipeline.reporting.lanml_table import anml_table2, lanml_markdown, table2_c
 from pipeline.reporting.reference import paper_dataset
 from pipeline.reporting.subproblems import detail_markdown, summary_markdown
 from pipeline.reporting.tables import markdown_table, results_frame
-from pipeline.training.runs import model_ids
+from pipeline.runs import model_ids
 
 FIGURES = (
     "tuning_history",
@@ -119,7 +119,7 @@ def write_claims(params, inputs: ReportInputs, out: Path, context: str) -> pd.Da
         "seed) is left out in turn, or whose P@1 difference has the other sign; the verdict keeps its rule, the mark "
         "says it hangs on one fold or on the metric (column *leave one out, P@1*)\n"
         "- *the arms differ in*: the recorded settings of the two runs that differ "
-        "(pipeline/training/runs.py run_record); for a method family's runs, the variant\n"
+        "(pipeline/runs.py run_record); for a method family's runs, the variant\n"
         "- the papers measured these claims on CUB200 / Cars196 / SOP / In-shop (and MNIST for the 2-D case); a "
         "verdict here is about this data set and these settings, not about theirs\n\n"
         f"**{summary}** of {len(table)} claims; after Holm's adjustment **{summary_holm}**.\n\n"

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from pipeline.training.runs import model_logs, model_name
+from pipeline.runs import model_logs, model_name
 
 
 def read_subproblems(folder: Path, runs: list[str], models: list[tuple[int, int]]) -> pd.DataFrame:

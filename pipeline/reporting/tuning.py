@@ -9,7 +9,7 @@ import numpy as np
 import pandas as pd
 
 from pipeline.config import dotted, to_dict
-from pipeline.config.params import Params
+from pipeline.params.root import Params
 from pipeline.reporting.figures import plt, save
 from pipeline.studies.tuning import completed
 

@@ -15,9 +15,9 @@ from dataclasses import replace
 
 import pandas as pd
 
-from pipeline.config.params import Params
+from pipeline.params.root import Params
+from pipeline.runs import run_setup
 from pipeline.training.jobs import FoldJob, FoldOutcome
-from pipeline.training.runs import run_setup
 
 STUDIES = ("ccp", "profs")
 TEST_METRICS = ("map_at_r", "r_precision", "precision_at_1")

@@ -23,15 +23,15 @@ import torch
 from sklearn.datasets import load_digits
 from torch.utils.data import TensorDataset
 
-from pipeline.config.params import Params
+from pipeline.batching.samplers import rows_per_class
 from pipeline.evaluation.retrieval import retrieval_scores
 from pipeline.infra.runtime import derive_seed, seed_everything
 from pipeline.methods.ccp import CCPObjective
 from pipeline.methods.kcenter import covering_radius, k_center_per_class
 from pipeline.models.embedder import Embedder, build_head
-from pipeline.reporting.budgets import cut_while_improving
+from pipeline.params.root import Params
 from pipeline.training.loop import FoldData, embed, fit
-from pipeline.training.samplers import rows_per_class
+from pipeline.training.stopping import cut_while_improving
 
 log = logging.getLogger(__name__)
 

@@ -51,13 +51,12 @@ from pathlib import Path
 import numpy as np
 
 from pipeline.config import ParamsError, apply_values, to_dict
-from pipeline.config.params import Params
 from pipeline.config.tune import SearchDim
-from pipeline.families import all_runs
 from pipeline.infra.parallel import Workers
 from pipeline.infra.runtime import derive_seed
+from pipeline.params.root import Params
+from pipeline.runs import all_runs, run_config, run_setup, run_train_config
 from pipeline.training.pruning import Floor
-from pipeline.training.runs import run_config, run_setup, run_train_config
 
 log = logging.getLogger(__name__)
 

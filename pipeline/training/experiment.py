@@ -24,10 +24,10 @@ from pipeline.models.device_augment import DeviceAugment, StoredImages
 from pipeline.models.embedder import Embedder, run_embedder
 from pipeline.models.features import FeatureCache
 from pipeline.models.transforms import eval_transform, train_transform
+from pipeline.runs import RunSetup
 from pipeline.training.jobs import FoldJob, FoldOutcome
 from pipeline.training.loop import FitResult, FoldData, embed, fit
 from pipeline.training.pruning import Floor
-from pipeline.training.runs import RunSetup
 
 
 @dataclass

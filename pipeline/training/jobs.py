@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from pipeline.runs import RunSetup
 from pipeline.training.pruning import Floor
-from pipeline.training.runs import RunSetup
 
 
 @dataclass(frozen=True)

@@ -1,7 +1,7 @@
 """The one training loop every method shares.
 
 Each epoch runs ``train.steps_per_epoch`` batches of ``classes_per_batch x
-images_per_class`` (pipeline/training/samplers.py, seeded by the batch seed the runs of a
+images_per_class`` (pipeline/batching/samplers.py, seeded by the batch seed the runs of a
 claim share), then measures MAP@R on the held-out validation fold; the best
 epoch's weights are returned (MLRC early stopping).
 
@@ -22,7 +22,7 @@ processes into pinned memory; the training and the validation loaders are built 
 per fit and their workers persist between epochs (the validation fold is read by the
 same workers every epoch). Under torchrun the network is wrapped in
 DistributedDataParallel and every rank trains on its share of each batch
-(pipeline/training/distributed.py).
+(pipeline/batching/distributed.py).
 """
 
 from __future__ import annotations
@@ -39,6 +39,7 @@ import numpy as np
 import torch
 from torch.utils.data import DataLoader, Dataset, TensorDataset, default_collate
 
+from pipeline.batching.samplers import ClassBatchSampler, rows_per_class
 from pipeline.config import TrainConfig
 from pipeline.evaluation.retrieval import map_at_r
 from pipeline.infra.console import note
@@ -47,7 +48,6 @@ from pipeline.methods.objective import Objective, trainable
 from pipeline.training import distributed
 from pipeline.training.cuda_graphs import graphed
 from pipeline.training.exact_adam import make_adam
-from pipeline.training.samplers import ClassBatchSampler, rows_per_class
 
 log = logging.getLogger(__name__)
 

@@ -9,15 +9,16 @@ from pathlib import Path
 
 from pipeline.config import loader
 from pipeline.config.base import ParamsError
-from pipeline.config.data import DATA
 from pipeline.config.lanml import LANML
 from pipeline.config.loader import Section, params_type, rule
-from pipeline.config.methods import BASELINES
 from pipeline.config.report import REPORT
 from pipeline.config.run import BACKBONE, EVAL, EXPERIMENT, SCOPE, SEED, TRAIN
-from pipeline.config.studies import ABLATION, POC
 from pipeline.config.tune import TUNE, check_tune
-from pipeline.families import all_runs, families
+from pipeline.families import families
+from pipeline.params.baselines import BASELINES
+from pipeline.params.data import DATA
+from pipeline.params.studies import ABLATION, POC
+from pipeline.runs import all_runs
 
 
 @rule("experiment", "baselines")

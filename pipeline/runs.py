@@ -18,7 +18,38 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from pipeline.families import families, family_runs, parse_run
+from pipeline.families import Family, families
+
+
+def family_runs(params, family: Family) -> list[str]:
+    """The runs of `family` params trains, loss by loss."""
+    cfg = getattr(params, family.section)
+    return [f"{loss}_{variant}" for loss in cfg.losses for variant in family.trained_variants(cfg)]
+
+
+def all_runs(params) -> list[str]:
+    """Every run the pipeline trains and reports, in report order: baselines, then family by family."""
+    return list(params.experiment.methods) + [r for f in families().values() for r in family_runs(params, f)]
+
+
+def register_runs_resolver() -> None:
+    """``${dml_runs:}`` in conf/config.yaml: `experiment.runs`, composed from the lists all_runs reads, the one
+    list dvc.yaml's train matrix reads. Registered by the Hydra plugin hydra_plugins/dml_repro, which DVC's Hydra
+    composition (`dvc exp run -S`, pipeline/compose.py) loads from the project root."""
+    from omegaconf import ListConfig, OmegaConf
+
+    families()  # the family modules, imported now from the project the plugin was found in
+    OmegaConf.register_new_resolver("dml_runs", lambda *, _root_: ListConfig(all_runs(_root_)), replace=True)
+
+
+def parse_run(name: str) -> tuple[Family, str, str] | None:
+    """(family, loss, variant) of a family run name, or None (a baseline's or an unknown name)."""
+    for family in families().values():
+        for variant in family.variants:
+            loss = name.removesuffix(f"_{variant}")
+            if loss != name and loss in family.losses:
+                return family, loss, variant
+    return None
 
 
 def ccp_runs(params) -> list[str]:
