@@ -97,10 +97,12 @@ def test_the_closure_follows_function_level_relative_and_package_imports_and_not
 
 
 def test_a_registry_package_brings_every_module_beside_its_init_and_a_plain_package_does_not(tmp_path):
+    """A registry: its __init__ calls import_modules(__name__) or makes a Registry(__name__, ...)."""
     _project(tmp_path)
-    (tmp_path / "stages/reg.py").write_text("import pipeline.reg\nimport pipeline.plain\n")
+    (tmp_path / "stages/reg.py").write_text("import pipeline.reg\nimport pipeline.records\nimport pipeline.plain\n")
     for package, init in [
         ("reg", "from pipeline.infra.registry import import_modules\n\nimport_modules(__name__)\n"),
+        ("records", "from pipeline.infra.registry import Registry\n\n_R = Registry(__name__, 'thing', id)\n"),
         ("plain", "import importlib\n\nimportlib.import_module(__name__)\n"),
     ]:
         (tmp_path / f"pipeline/{package}").mkdir()
@@ -108,7 +110,7 @@ def test_a_registry_package_brings_every_module_beside_its_init_and_a_plain_pack
         (tmp_path / f"pipeline/{package}/one.py").write_text("")
         (tmp_path / f"pipeline/{package}/two.py").write_text("")
     got = {p.as_posix() for p in closure("stages.reg", tmp_path)}
-    assert {"pipeline/reg/one.py", "pipeline/reg/two.py"} <= got
+    assert {"pipeline/reg/one.py", "pipeline/reg/two.py", "pipeline/records/one.py", "pipeline/records/two.py"} <= got
     assert not {"pipeline/plain/one.py", "pipeline/plain/two.py"} & got
 
 

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from pipeline.infra.registry import import_modules
+from pipeline.infra.registry import Registry
 
 
 @dataclass(frozen=True)
@@ -41,18 +41,14 @@ class Dataset:
     paper_name: str | None = None
 
 
-_DATASETS: dict[str, Dataset] = {}
+# in registration order: data.name's choices list the embedded sets first
+_DATASETS: Registry[Dataset] = Registry(__name__, "data set", identity=lambda d: (d.description, d.schema), sort=False)
 
 
 def register_dataset(dataset: Dataset) -> Dataset:
-    known = _DATASETS.get(dataset.name)
-    if known is not None and (known.description, known.schema) != (dataset.description, dataset.schema):
-        raise TypeError(f"data set {dataset.name!r} is already registered")
-    _DATASETS[dataset.name] = dataset
-    return dataset
+    return _DATASETS.add(dataset.name, dataset, dataset.prepare.__module__)
 
 
 def datasets() -> dict[str, Dataset]:
     """Every registered data set by name, in registration order (imports this package's modules once)."""
-    import_modules(__name__)
-    return dict(_DATASETS)
+    return _DATASETS.records()

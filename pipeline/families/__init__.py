@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from pipeline.config.report import Claim
-from pipeline.infra.registry import import_modules
+from pipeline.infra.registry import Registry
 from pipeline.infra.schema import section
 
 
@@ -64,18 +64,13 @@ class Family:
         return [v for key in self.variant_lists for v in getattr(cfg, key)]
 
 
-_FAMILIES: dict[str, Family] = {}
+_FAMILIES: Registry[Family] = Registry(__name__, "family", identity=lambda f: f.schema)
 
 
 def register_family(family: Family) -> Family:
-    known = _FAMILIES.get(family.section)
-    if known is not None and known.schema is not family.schema:
-        raise TypeError(f"family {family.section!r} is already registered")
-    _FAMILIES[family.section] = family
-    return family
+    return _FAMILIES.add(family.section, family, family.schema.__module__)
 
 
 def families() -> dict[str, Family]:
     """Every registered family by params section, in section order (imports this package's modules once)."""
-    import_modules(__name__)
-    return dict(sorted(_FAMILIES.items()))
+    return _FAMILIES.records()

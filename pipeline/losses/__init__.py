@@ -18,7 +18,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from pipeline.infra.registry import import_modules, schema_tag
+from pipeline.infra.registry import Registry, schema_tag
 
 
 @dataclass(frozen=True)
@@ -47,7 +47,7 @@ class LossRecord:
     module: str
 
 
-_RECORDS: dict[str, LossRecord] = {}
+_LOSSES: Registry[LossRecord] = Registry(__name__, "loss", identity=lambda r: r.schema)
 
 
 def register_loss(schema: type, *, name: str | None = None, xbm: bool = False):
@@ -58,10 +58,7 @@ def register_loss(schema: type, *, name: str | None = None, xbm: bool = False):
         loss = name or schema_tag(schema)
         if loss is None or (schema_tag(schema) not in (None, loss)):
             raise TypeError(f"{build.__module__}: {schema.__name__} needs a name: Literal[...] tag equal to its name")
-        known = _RECORDS.get(loss)
-        if known is not None and known.schema is not schema:
-            raise TypeError(f"{build.__module__}: loss {loss!r} is already registered by {known.module}")
-        _RECORDS[loss] = LossRecord(loss, schema, build, xbm, build.__module__)
+        _LOSSES.add(loss, LossRecord(loss, schema, build, xbm, build.__module__), build.__module__)
         return build
 
     return register
@@ -69,8 +66,7 @@ def register_loss(schema: type, *, name: str | None = None, xbm: bool = False):
 
 def loss_records() -> dict[str, LossRecord]:
     """Every registered loss by name, in name order (imports every record module of this package once)."""
-    import_modules(__name__)
-    return dict(sorted(_RECORDS.items()))
+    return _LOSSES.records()
 
 
 def loss_schemas() -> tuple[type, ...]:

@@ -1,5 +1,5 @@
 """Training methods: each is an objective (loss on a batch, optional outer-loop hooks) run by the one training loop.
-Run names: pipeline/families; their params sections: pipeline/runs.py. A method family (pipeline/families)
+Run names and their params sections: pipeline/runs.py. A method family (pipeline/families)
 names the module here whose ``build_objective`` builds its runs' objectives; every module of this package is
 imported with it, so that module is loaded and is a dependency of the stages that train
 (pipeline/orchestration/dvc_deps.py).

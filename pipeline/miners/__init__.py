@@ -14,7 +14,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from pipeline.infra.registry import import_modules, schema_tag
+from pipeline.infra.registry import Registry, schema_tag
 
 
 @dataclass(frozen=True)
@@ -29,7 +29,7 @@ class MinerRecord:
     module: str
 
 
-_RECORDS: dict[str, MinerRecord] = {}
+_MINERS: Registry[MinerRecord] = Registry(__name__, "miner", identity=lambda r: r.schema)
 
 
 def register_miner(schema: type, *, triplets: bool = False):
@@ -39,10 +39,7 @@ def register_miner(schema: type, *, triplets: bool = False):
         name = schema_tag(schema)
         if name is None:
             raise TypeError(f"{build.__module__}: {schema.__name__} needs a name: Literal[...] tag")
-        known = _RECORDS.get(name)
-        if known is not None and known.schema is not schema:
-            raise TypeError(f"{build.__module__}: miner {name!r} is already registered by {known.module}")
-        _RECORDS[name] = MinerRecord(name, schema, build, triplets, build.__module__)
+        _MINERS.add(name, MinerRecord(name, schema, build, triplets, build.__module__), build.__module__)
         return build
 
     return register
@@ -50,8 +47,7 @@ def register_miner(schema: type, *, triplets: bool = False):
 
 def miner_records() -> dict[str, MinerRecord]:
     """Every registered miner by name, in name order (imports every record module of this package once)."""
-    import_modules(__name__)
-    return dict(sorted(_RECORDS.items()))
+    return _MINERS.records()
 
 
 def miner_schemas() -> tuple[type, ...]:

@@ -5,8 +5,9 @@ no code file.
 
 A stage's command runs `-m stages.<name>`; its code is every project module that command can import, at module or
 function level, transitively, with the `__init__.py` of each package on the way (Python runs them); a registry
-package, whose `__init__.py` imports each module beside it at run time (`import_modules(__name__)`,
-pipeline/infra/registry.py: pipeline/losses, families, methods), brings all of them.
+package, whose `__init__.py` imports each module beside it at run time (`import_modules(__name__)` or a
+`Registry(__name__, ...)`, pipeline/infra/registry.py: pipeline/losses, miners, families, datasets, methods),
+brings all of them.
 """
 
 from __future__ import annotations
@@ -53,10 +54,13 @@ def _imported_names(path: Path, package: str) -> set[str]:
 
 def _discovers_modules(init: Path) -> bool:
     """Whether a package's `__init__.py` imports the modules beside it (a registry: it calls
-    `import_modules(__name__)`, pipeline/infra/registry.py)."""
+    `import_modules(__name__)` or makes a `Registry(__name__, ...)`, pipeline/infra/registry.py)."""
     for node in ast.walk(ast.parse(init.read_text(), filename=str(init))):
-        if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "import_modules":
-            return any(isinstance(arg, ast.Name) and arg.id == "__name__" for arg in node.args)
+        call = node.func.id if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) else None
+        if call in ("import_modules", "Registry") and node.args:
+            first = node.args[0]
+            if isinstance(first, ast.Name) and first.id == "__name__":
+                return True
     return False
 
 

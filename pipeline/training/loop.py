@@ -39,13 +39,13 @@ import numpy as np
 import torch
 from torch.utils.data import DataLoader, Dataset, TensorDataset, default_collate
 
+from pipeline.batching import distributed
 from pipeline.batching.samplers import ClassBatchSampler, rows_per_class
 from pipeline.config import TrainConfig
 from pipeline.evaluation.retrieval import map_at_r
 from pipeline.infra.console import note
 from pipeline.infra.errors import PipelineError
 from pipeline.methods.objective import Objective, trainable
-from pipeline.training import distributed
 from pipeline.training.cuda_graphs import graphed
 from pipeline.training.exact_adam import make_adam
 
