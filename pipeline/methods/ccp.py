@@ -96,7 +96,7 @@ class CCPObjective(Objective):
         # the first sub-problem has no previous solution to stay near: lambda = 0 there unless asked
         # (zero_lambda_first false: pulled towards the initial weights); batch and Loss-Proxy never alternate
         alternating = variant in ALTERNATING_VARIANTS
-        self.lam = cfg.lambda_ if alternating and not cfg.zero_lambda_first else 0.0
+        self.lambda_ = cfg.lambda_ if alternating and not cfg.zero_lambda_first else 0.0
         self.theta_prev: list[torch.Tensor] = []
         self.subproblem = 0
         self.sub_best = -float("inf")
@@ -120,8 +120,8 @@ class CCPObjective(Objective):
         loss = self(emb, y, ref_emb=self.references(model), ref_labels=self.anchor_labels)
         if self.cfg.in_batch_weight > 0:
             loss = loss + self.cfg.in_batch_weight * self(emb, y)
-        if self.lam > 0:
-            loss = loss + projection_penalty(trainable(model), self.theta_prev, self.lam)
+        if self.lambda_ > 0:
+            loss = loss + projection_penalty(trainable(model), self.theta_prev, self.lambda_)
         return loss
 
     # ----------------------------------------------------------------- the hooks
@@ -162,7 +162,7 @@ class CCPObjective(Objective):
             return True
         # next projection: theta_prev <- the sub-problem's best weights; anchors re-initialised (Alg. 1)
         self.theta_prev = self.sub_best_weights
-        self.lam = self.cfg.lambda_
+        self.lambda_ = self.cfg.lambda_
         self.rho_star = (
             self._embed_rows(ctx, self.anchor_rows) if self.variant == "sample_ccp" else self.sub_best_proxies
         )
@@ -239,7 +239,7 @@ class CCPObjective(Objective):
             "initial_radius_mean": float(self.initial_radius.mean()),
             "covering_radius_max": float(radius.max()),
             "covering_radius_mean": float(radius.mean()),
-            "lambda": self.lam,
+            "lambda": self.lambda_,
             "proxy_shift_first_epoch_mean": self.first_epoch_shift[0],
             "proxy_shift_first_epoch_max": self.first_epoch_shift[1],
             "proxy_shift_mean": shift_mean,

@@ -110,6 +110,6 @@ def trainable(model: nn.Module) -> list[nn.Parameter]:
     return [p for p in model.parameters() if p.requires_grad]
 
 
-def projection_penalty(params: list[torch.Tensor], anchors: list[torch.Tensor], lam: float) -> torch.Tensor:
+def projection_penalty(params: list[torch.Tensor], anchors: list[torch.Tensor], lambda_: float) -> torch.Tensor:
     """lambda/2 * ||theta - theta_prev||^2 (CCP eq. 4.10, PROFS eq. 4.7); gradient lambda (theta - theta_prev)."""
-    return 0.5 * lam * sum(((p - a) ** 2).sum() for p, a in zip(params, anchors))
+    return 0.5 * lambda_ * sum(((p - a) ** 2).sum() for p, a in zip(params, anchors))

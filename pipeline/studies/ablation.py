@@ -28,21 +28,21 @@ def grid(params: Params, study: str) -> list[tuple[dict, Params]]:
     if study == "ccp":
         a, cfg = params.ablation.ccp, params.ccp
 
-        def point(sweep, proxies, pool, lam):
-            row = {"sweep": sweep, "proxies_per_class": proxies, "pool_size": pool, "lambda": lam}
-            return row, replace(params, ccp=replace(cfg, proxies_per_class=proxies, pool_size=pool, lambda_=lam))
+        def point(sweep, proxies, pool, lambda_):
+            row = {"sweep": sweep, "proxies_per_class": proxies, "pool_size": pool, "lambda": lambda_}
+            return row, replace(params, ccp=replace(cfg, proxies_per_class=proxies, pool_size=pool, lambda_=lambda_))
 
         return [point("proxies_pool", p, f * p, cfg.lambda_) for p in a.proxies_per_class for f in a.pool_factors] + [
-            point("lambda", cfg.proxies_per_class, cfg.pool_size, lam) for lam in a.lambdas
+            point("lambda", cfg.proxies_per_class, cfg.pool_size, lambda_) for lambda_ in a.lambdas
         ]
     if study == "profs":
         a, cfg = params.ablation.profs, params.profs
 
-        def point(sweep, mode, m, lam):
-            row = {"sweep": sweep, "m_mode": mode, "m": m, "lambda": lam}
-            return row, replace(params, profs=replace(cfg, m_mode=mode, m=m, lambda_=lam))
+        def point(sweep, mode, m, lambda_):
+            row = {"sweep": sweep, "m_mode": mode, "m": m, "lambda": lambda_}
+            return row, replace(params, profs=replace(cfg, m_mode=mode, m=m, lambda_=lambda_))
 
-        return [point("lambda", cfg.m_mode, cfg.m, lam) for lam in a.lambdas] + [
+        return [point("lambda", cfg.m_mode, cfg.m, lambda_) for lambda_ in a.lambdas] + [
             point("m", "fixed", m, cfg.lambda_) for m in a.m
         ]
     raise ValueError(f"unknown ablation study {study!r} (valid: {', '.join(STUDIES)})")
