@@ -56,7 +56,8 @@ from pipeline.models.transforms import pixel_mode
 from pipeline.params.root import params_from_dict
 from pipeline.runs import run_setup
 from pipeline.training.experiment import image_data
-from pipeline.training.loop import FoldData, autocast, epoch_batches, prepare, to_device
+from pipeline.training.inference import autocast, to_device
+from pipeline.training.loop import FoldData, epoch_batches, prepare
 
 STORE = "store"  # the synthetic set's pixel store, beside its images
 

@@ -46,6 +46,7 @@ from pipeline.models.embedder import Embedder
 from pipeline.params.root import params_from_dict
 from pipeline.runs import run_setup
 from pipeline.training import loop as training
+from pipeline.training import stepping
 from pipeline.training.exact_adam import ExactAdam
 from pipeline.training.experiment import load_features, train_fold
 
@@ -218,7 +219,7 @@ def arithmetic_floor(params, in_dim: int, validation_rows: int, repeats: int = 5
     batch = t.classes_per_batch * t.images_per_class
     weights = [torch.nn.Parameter(0.1 * torch.randn(b, a)) for a, b in zip(widths, widths[1:])]
     biases = [torch.nn.Parameter(torch.zeros(b)) for b in widths[1:]]
-    adam = training.make_adam([*weights, *biases], lr=t.lr)  # the pipeline's Adam (torch's with --torch-adam)
+    adam = stepping.make_adam([*weights, *biases], lr=t.lr)  # the pipeline's Adam (torch's with --torch-adam)
     x, val = torch.randn(batch, in_dim), torch.randn(validation_rows, in_dim)
     for p in adam.param_groups[0]["params"]:
         p.grad = torch.randn_like(p)
@@ -415,7 +416,7 @@ def main():
     args = parser.parse_args()
     torch.set_num_threads(1)
     if args.torch_adam:  # the optimiser before pipeline/training/exact_adam.py (the same bits, its own speed)
-        training.make_adam = lambda groups, **kwargs: torch.optim.Adam(groups, fused=True, **kwargs)
+        stepping.make_adam = lambda groups, **kwargs: torch.optim.Adam(groups, fused=True, **kwargs)
     if args.stage:
         return stage_overhead(args.params and str(args.params), args.stage, args.data, args.features)
     raw = raw_params(args.params)

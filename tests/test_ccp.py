@@ -251,7 +251,7 @@ def test_regulariser_gradient_is_lambda_times_displacement_and_spares_proxies():
     x, y = torch.randn(4, 3), torch.tensor([0, 0, 1, 1])
 
     def grads(lam):
-        objective.lam = lam
+        objective.lambda_ = lam
         model.zero_grad(), objective.zero_grad()
         objective.batch_loss(model, x, y).backward()
         return [p.grad.clone() for p in model.parameters()], objective.proxies.grad.clone()
@@ -410,8 +410,8 @@ def test_reinitialised_proxies_come_from_the_pool(ccp_params, tiny_data, space):
 )
 def test_only_alternating_variants_regularise_the_first_subproblem(variant, first_lambda):
     cfg = CCPConfig(zero_lambda_first=False, lambda_=0.3)
-    assert CCPObjective(cfg, "c2", variant, num_classes=2, embedding_dim=2, proxy_lr=1e-3).lam == first_lambda
-    assert CCPObjective(CCPConfig(lambda_=0.3), "c2", variant, num_classes=2, embedding_dim=2, proxy_lr=1e-3).lam == 0.0
+    assert CCPObjective(cfg, "c2", variant, num_classes=2, embedding_dim=2, proxy_lr=1e-3).lambda_ == first_lambda
+    assert CCPObjective(CCPConfig(lambda_=0.3), "c2", variant, num_classes=2, embedding_dim=2, proxy_lr=1e-3).lambda_ == 0.0
 
 
 def test_a_ccp_runs_record_holds_exactly_the_keys_its_variant_uses(tiny_params):

@@ -16,7 +16,7 @@ from pipeline.methods.objective import trainable
 from pipeline.models.embedder import Embedder, build_head
 from pipeline.params.root import params_from_dict
 from pipeline.runs import run_setup
-from pipeline.training.loop import Stepper, make_optimizer, wrap_for_ranks
+from pipeline.training.stepping import Stepper, make_optimizer, wrap_for_ranks
 from tests.conftest import TINY_OVERRIDES, merge, project_params
 
 CPU = torch.device("cpu")
@@ -53,7 +53,7 @@ def _setup(run: str):
         with torch.no_grad():
             objective.proxies.copy_(torch.randn_like(objective.proxies))
         objective.theta_prev = [p.detach() + 0.05 * torch.randn_like(p) for p in trainable(model)]
-        objective.lam = 0.3
+        objective.lambda_ = 0.3
     optimizer = make_optimizer(model, objective, params.train)
     x = torch.randn(16, IN)
     y = torch.arange(CLASSES).repeat(4)  # every shard holds every class

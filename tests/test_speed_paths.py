@@ -20,7 +20,8 @@ from pipeline.models.transforms import eval_transform
 from pipeline.params.root import params_from_dict
 from pipeline.runs import run_setup
 from pipeline.training import cuda_graphs
-from pipeline.training.loop import EmbeddingInputs, FoldData, TrainContext, autocast, embed
+from pipeline.training.inference import EmbeddingInputs, autocast, embed
+from pipeline.training.loop import FoldData, TrainContext
 from tests.conftest import merge
 
 CPU = torch.device("cpu")
@@ -135,7 +136,7 @@ def test_a_capture_that_fails_leaves_the_network_eager(monkeypatch, caplog):
 @pytest.mark.parametrize("variant,single", [("loss_proxy", True), ("ccp", True), ("sample_ccp", False)])
 def test_graphs_only_for_objectives_that_call_the_network_once(tiny_params, variant, single):
     from pipeline.methods import build_objective
-    from pipeline.training.loop import Stepper
+    from pipeline.training.stepping import Stepper
 
     objective = build_objective(run_setup(tiny_params, f"c2_{variant}"), 4)
     assert objective.single_forward is single

@@ -30,7 +30,8 @@ from pipeline.methods.ccp import CCPObjective
 from pipeline.methods.kcenter import covering_radius, k_center_per_class
 from pipeline.models.embedder import Embedder, build_head
 from pipeline.params.root import Params
-from pipeline.training.loop import FoldData, embed, fit
+from pipeline.training.inference import embed
+from pipeline.training.loop import FoldData, fit
 from pipeline.training.stopping import cut_while_improving
 
 log = logging.getLogger(__name__)

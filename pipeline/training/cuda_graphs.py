@@ -17,7 +17,7 @@ What stays eager, and why (issue 50):
   data-dependent indexing (``torch.where`` over the batch's label and distance masks), so their shapes change from step
   to step and they synchronise with the host; a graph replays fixed shapes and cannot record a synchronisation. None
   of the methods' in-batch losses is static in that sense, so none is captured;
-- the optimiser: Adam runs torch's fused kernel (``fused=True``, pipeline/training/loop.py ``make_optimizer``), eager.
+- the optimiser: Adam runs torch's fused kernel (``fused=True``, pipeline/training/stepping.py make_optimizer), eager.
   On an H100 (ResNet50 bf16, batch 32, data on the GPU) forward + backward in a graph with fused Adam eager made
   3,065 images/s against 2,680 with the whole step in one graph (capturable Adam);
 - the batch's augmentation (pipeline/models/device_augment.py): its crops differ in size from step to step.

@@ -25,8 +25,9 @@ from pipeline.models.embedder import Embedder, run_embedder
 from pipeline.models.features import FeatureCache
 from pipeline.models.transforms import eval_transform, train_transform
 from pipeline.runs import RunSetup
+from pipeline.training.inference import embed
 from pipeline.training.jobs import FoldJob, FoldOutcome
-from pipeline.training.loop import FitResult, FoldData, embed, fit
+from pipeline.training.loop import FitResult, FoldData, fit
 from pipeline.training.pruning import Floor
 
 

@@ -1,4 +1,5 @@
-"""The one training loop every method shares.
+"""The one training loop every method shares (fit); one optimisation step is pipeline/training/stepping.py, the
+embedding of a dataset pipeline/training/inference.py.
 
 Each epoch runs ``train.steps_per_epoch`` batches of ``classes_per_batch x
 images_per_class`` (pipeline/batching/samplers.py, seeded by the batch seed the runs of a
@@ -28,10 +29,9 @@ DistributedDataParallel and every rank trains on its share of each batch
 from __future__ import annotations
 
 import copy
-import functools
 import logging
 import math
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from functools import cached_property
 
@@ -45,9 +45,9 @@ from pipeline.config import TrainConfig
 from pipeline.evaluation.retrieval import map_at_r
 from pipeline.infra.console import note
 from pipeline.infra.errors import PipelineError
-from pipeline.methods.objective import Objective, trainable
-from pipeline.training.cuda_graphs import graphed
-from pipeline.training.exact_adam import make_adam
+from pipeline.methods.objective import Objective
+from pipeline.training.inference import EmbeddingInputs, embed, loader_settings, to_device
+from pipeline.training.stepping import Stepper, make_optimizer, wrap_for_ranks
 
 log = logging.getLogger(__name__)
 
@@ -135,123 +135,6 @@ class FitResult:
     stop_reason: str = ""  # patience, max_epochs or method
 
 
-def make_optimizer(model: torch.nn.Module, objective: Objective, cfg: TrainConfig) -> torch.optim.Optimizer:
-    """The network's weights at train.lr and the objective's parameters (proxies ...) at their own rates. Adam
-    is torch's fused Adam: the same update as the per-tensor loop in one pass per parameter (a fifth less time per
-    step for a head with 1,708 proxies); on the CPU its pinned generic kernel's bits at vector speed
-    (pipeline/training/exact_adam.py: 7-14x less time a step)."""
-    groups = [{"params": trainable(model), "lr": cfg.lr}]
-    groups += objective.param_groups()
-    if cfg.optimizer == "adam":
-        return make_adam(groups, lr=cfg.lr, weight_decay=cfg.weight_decay)
-    if cfg.optimizer == "rmsprop":
-        return torch.optim.RMSprop(groups, lr=cfg.lr, weight_decay=cfg.weight_decay, momentum=cfg.momentum)
-    return torch.optim.SGD(groups, lr=cfg.lr, weight_decay=cfg.weight_decay, momentum=cfg.momentum)
-
-
-def autocast(device: torch.device, amp: str, cache_enabled: bool = True):
-    """The forward pass's autocast context: fp16 / bf16 on CUDA when asked, else a no-op."""
-    enabled = device.type == "cuda" and amp != "fp32"
-    dtype = torch.bfloat16 if amp == "bf16" else torch.float16
-    return torch.autocast("cuda", dtype=dtype, enabled=enabled, cache_enabled=cache_enabled)
-
-
-def to_device(x: torch.Tensor, device: torch.device) -> torch.Tensor:
-    """A batch on `device`; image batches on CUDA channels-last (the layout cuDNN's fastest convolutions use;
-    the model is converted to match in `fit`). On the CPU nothing changes."""
-    if device.type == "cuda" and x.dim() == 4:
-        return x.to(device, non_blocking=True, memory_format=torch.channels_last)
-    return x.to(device, non_blocking=True)
-
-
-def _loading(dataset: Dataset, workers: int, device: torch.device, persistent: bool = False) -> dict:
-    """DataLoader settings: worker processes and pinned memory for images (cached features need neither);
-    `persistent` keeps the workers between epochs (loaders built once per fit)."""
-    if isinstance(dataset, TensorDataset):
-        return {}
-    return {
-        "num_workers": workers,
-        "pin_memory": device.type == "cuda",
-        "persistent_workers": persistent and workers > 0,
-    }
-
-
-FEATURE_BATCH = 512  # cached features embedded at a time (the committed reports' batches)
-# images embedded at a time: on a CPU 64 (bench_epoch: validation a quarter faster than at 512, a small CNN's
-# activations stay in the caches); on a GPU 256, forward passes being launch-bound below that (issue 40)
-IMAGE_BATCH = {"cpu": 64, "cuda": 256}
-KEEP_BYTES = 2 << 30  # inputs of a deterministic transform up to this size are kept after the first pass
-
-
-class EmbeddingInputs:
-    """A dataset's inputs in dataset order, a batch at a time, as often as they are iterated: cached features
-    are sliced directly; images come through one DataLoader (with `persistent`, its workers stay between passes),
-    and with `keep` (a deterministic transform, e.g. the validation fold's) the first pass's batches are kept, on
-    the device, when they fit KEEP_BYTES: every later pass reads no image. The loader has a generator of its own:
-    reading a deterministic transform draws nothing from the run's random numbers. `collate` and `to_inputs` make a
-    loader batch's inputs on the device (a training set's: FoldData.collate and FoldData.train_inputs)."""
-
-    def __init__(
-        self,
-        dataset: Dataset,
-        device: torch.device,
-        num_workers: int = 0,
-        persistent: bool = False,
-        keep=False,
-        collate: Callable = default_collate,
-        to_inputs: Callable = to_device,
-    ):
-        self.dataset, self.device, self.keep, self.to_inputs = dataset, device, keep, to_inputs
-        self.loader, self.kept = None, None
-        if not isinstance(dataset, TensorDataset):
-            self.loader = DataLoader(
-                dataset,
-                batch_size=IMAGE_BATCH.get(device.type, 64),
-                shuffle=False,
-                generator=torch.Generator(),
-                collate_fn=collate,
-                **_loading(dataset, num_workers, device, persistent),
-            )
-
-    def __iter__(self) -> Iterator[torch.Tensor]:
-        if self.loader is None:
-            inputs = self.dataset.tensors[0]
-            return (inputs[s : s + FEATURE_BATCH] for s in range(0, len(inputs), FEATURE_BATCH))
-        if self.kept is not None:
-            return iter(self.kept)
-        return self._first_pass()
-
-    def _first_pass(self) -> Iterator[torch.Tensor]:
-        kept, size = [], 0
-        for batch, _ in self.loader:
-            x = self.to_inputs(batch, self.device)
-            size += x.numel() * x.element_size()
-            if self.keep and size <= KEEP_BYTES:
-                kept.append(x)
-            yield x
-        if self.keep and size <= KEEP_BYTES:
-            self.kept = kept
-
-
-@torch.inference_mode()
-def embed(
-    model: torch.nn.Module,
-    inputs: Dataset | EmbeddingInputs,
-    device: torch.device,
-    num_workers: int = 0,
-    amp: str = "fp32",
-) -> np.ndarray:
-    """Embeddings of a whole dataset (or of prepared EmbeddingInputs) in eval mode, in dataset order."""
-    model.eval()
-    if not isinstance(inputs, EmbeddingInputs):
-        inputs = EmbeddingInputs(inputs, device, num_workers)
-    out = []
-    for x in inputs:
-        with autocast(device, amp):
-            out.append(model(to_device(x, device)).float().cpu().numpy())
-    return np.concatenate(out)
-
-
 def epoch_batches(
     data: FoldData, cfg: TrainConfig, device: torch.device, objective: Objective, seed: int
 ) -> DataLoader:
@@ -259,7 +142,7 @@ def epoch_batches(
     drawn by a generator seeded with `seed`; under DDP this rank's share of each. Cached features
     (a TensorDataset) are indexed a batch at a time, one tensor operation instead of one per sample; the
     batches are the same either way."""
-    loading = _loading(data.train, cfg.num_workers, device, persistent=True)
+    loading = loader_settings(data.train, cfg.num_workers, device, persistent=True)
     batches = objective.batch_sampler(data.train_labels, cfg, seed)
     if batches is None:
         batches = ClassBatchSampler(
@@ -273,66 +156,6 @@ def epoch_batches(
         # it trained other Margin models (issue 48)
         return DataLoader(data.train, sampler=batches, batch_size=None, **loading)
     return DataLoader(data.train, batch_sampler=batches, collate_fn=data.collate, **loading)
-
-
-@dataclass
-class Stepper:
-    """One optimisation step: forward under autocast, backward (scaled for fp16), gradient averaging
-    across ranks under DDP, clipping of the global norm, optimiser step. `net` is the model, or its
-    DistributedDataParallel wrapper."""
-
-    net: torch.nn.Module
-    objective: Objective
-    optimizer: torch.optim.Optimizer
-    cfg: TrainConfig
-    device: torch.device
-
-    def __post_init__(self):
-        self.params = [p for g in self.optimizer.param_groups for p in g["params"]]
-        self.ranks = distributed.world_size()
-        fp16 = self.device.type == "cuda" and self.cfg.amp == "fp16"
-        self.scaler = torch.amp.GradScaler("cuda", enabled=fp16)
-        # pipeline/training/cuda_graphs.py: captured at the first step, from its batch
-        self.capture = (
-            self.cfg.cuda_graphs
-            and self.device.type == "cuda"
-            and distributed.world_size() == 1
-            and self.objective.single_forward
-        )
-
-    def __call__(self, x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
-        if self.capture:
-            self.net = graphed(self.net, x, functools.partial(autocast, self.device, self.cfg.amp))
-            self.capture = False
-        with autocast(self.device, self.cfg.amp):
-            loss = self.objective.batch_loss(self.net, x, y)
-        if not torch.isfinite(loss):
-            return loss
-        self.optimizer.zero_grad(set_to_none=True)
-        scaled = self.scaler.is_enabled()  # without fp16 the scaler's calls are identities: not made
-        (self.scaler.scale(loss.float()) if scaled else loss.float()).backward()
-        if self.ranks > 1:
-            self.objective.average_gradients()  # the network's gradients are averaged by DDP
-        if scaled:
-            self.scaler.unscale_(self.optimizer)
-        if self.cfg.grad_clip_norm > 0:
-            torch.nn.utils.clip_grad_norm_(self.params, self.cfg.grad_clip_norm)
-        if scaled:
-            self.scaler.step(self.optimizer)
-            self.scaler.update()
-        else:
-            self.optimizer.step()
-        return loss
-
-
-def wrap_for_ranks(model: torch.nn.Module, objective: Objective, device: torch.device) -> torch.nn.Module:
-    """Under torchrun: the model in DistributedDataParallel and the objective's in-batch terms gathered."""
-    if distributed.world_size() == 1:
-        return model
-    objective.distribute()
-    return torch.nn.parallel.DistributedDataParallel(
-        model, device_ids=[device.index] if device.type == "cuda" else None
-    )
 
 
 def prepare(
