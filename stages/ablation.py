@@ -19,7 +19,7 @@ def main(params, args):
 
 
 def configure(p):
-    p.add_argument("--study", required=True, choices=ablation.STUDIES)
+    p.add_argument("--study", required=True, help="a family with an ablation study (pipeline/families)")
     p.add_argument("--data", default="data/prepared")
     p.add_argument("--features", default="data/features")
     p.add_argument("--out", required=True, help="CSV, one row per grid point")

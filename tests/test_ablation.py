@@ -4,6 +4,7 @@ import math
 
 import pytest
 
+from pipeline.infra.errors import PipelineError
 from pipeline.studies import ablation
 from pipeline.training.jobs import FoldOutcome
 from tests.conftest import merge
@@ -42,7 +43,7 @@ def test_profs_grid_sweeps_lambda_then_a_fixed_m(tiny_params):
 
 
 def test_unknown_study_is_refused(tiny_params):
-    with pytest.raises(ValueError, match="unknown ablation study 'x'"):
+    with pytest.raises(PipelineError, match="unknown ablation study 'x' \\(valid: ccp, profs\\)"):
         ablation.grid(tiny_params, "x")
 
 

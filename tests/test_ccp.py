@@ -411,7 +411,10 @@ def test_reinitialised_proxies_come_from_the_pool(ccp_params, tiny_data, space):
 def test_only_alternating_variants_regularise_the_first_subproblem(variant, first_lambda):
     cfg = CCPConfig(zero_lambda_first=False, lambda_=0.3)
     assert CCPObjective(cfg, "c2", variant, num_classes=2, embedding_dim=2, proxy_lr=1e-3).lambda_ == first_lambda
-    assert CCPObjective(CCPConfig(lambda_=0.3), "c2", variant, num_classes=2, embedding_dim=2, proxy_lr=1e-3).lambda_ == 0.0
+    assert (
+        CCPObjective(CCPConfig(lambda_=0.3), "c2", variant, num_classes=2, embedding_dim=2, proxy_lr=1e-3).lambda_
+        == 0.0
+    )
 
 
 def test_a_ccp_runs_record_holds_exactly_the_keys_its_variant_uses(tiny_params):

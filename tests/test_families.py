@@ -58,3 +58,18 @@ def test_experiment_runs_is_composed_from_the_lists_and_a_stale_one_stops():
     stale = {**runs, "experiment": {**runs["experiment"], "methods": ["danml"]}}
     with pytest.raises(ParamsError, match=r"params.yaml: experiment.runs: \['ms', 'c1_ccp'\] is not what"):
         params_from_dict(stale)
+
+
+def test_the_ablation_stages_and_figures_are_the_families():
+    """dvc.yaml runs one ablation stage per family with an ablation study (its record's `ablation`), and the report
+    stage declares, as outputs and plots, every figure those records draw: a family brings its own."""
+    from pipeline.reporting.pages import figure_names
+    from pipeline.studies import ablation
+
+    dvc = yaml.safe_load((ROOT / "dvc.yaml").read_text())
+    assert dvc["stages"]["ablation"]["matrix"]["study"] == list(ablation.studies()) == ["ccp", "profs"]
+    outs = {next(iter(o)) if isinstance(o, dict) else o for o in dvc["stages"]["report"]["outs"]}
+    assert {f"reports/figures/{name}.png" for name in figure_names()} <= outs
+    drawn = {f.file for name in ablation.studies() for f in ablation.study(name).figures}
+    assert drawn == {"ccp_proxies_pool", "ccp_lambda", "profs_lambda", "profs_m"}
+    assert {f"reports/figures/{name}.png" for name in drawn} <= set(dvc["plots"])

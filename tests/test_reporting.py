@@ -252,10 +252,12 @@ def test_publish_checks_every_source_before_writing(tmp_path):
     assert not (tmp_path / "out").exists()
 
 
-def test_ablation_paragraphs_name_the_point_validation_chose():
+def test_ablation_paragraphs_name_the_point_validation_chose(tiny_params):
     """The test MAP@R is highest at pool size 4, the validation MAP@R at pool size 2: the paragraph names pool size 2
-    with both numbers, and its gain over random selection (b = #proxy = 1) is pool size 2's test minus b = 1's."""
-    from pipeline.reporting.index import ccp_paragraphs, profs_paragraphs
+    with both numbers, and its gain over random selection (b = #proxy = 1) is pool size 2's test minus b = 1's (the
+    families' records write them: pipeline/families/ccp.py, profs.py)."""
+    from pipeline.families.ccp import ABLATION as CCP
+    from pipeline.families.profs import ABLATION as PROFS
 
     grid = pd.DataFrame(
         {
@@ -267,7 +269,7 @@ def test_ablation_paragraphs_name_the_point_validation_chose():
             "test_map_at_r": [0.50, 0.53, 0.60],
         }
     )
-    text = ccp_paragraphs(grid, "c2", 0)[0]
+    text = CCP.paragraphs(grid, tiny_params)[0]
     assert "the best point by validation MAP@R is #proxy = 1, b = 2 (validation 86.0%, test 53.0%)" in text
     assert "gains +3.0 points (#proxy = 1)" in text
     lam = pd.DataFrame(
@@ -279,4 +281,4 @@ def test_ablation_paragraphs_name_the_point_validation_chose():
             "test_map_at_r": [0.3, 0.4],
         }
     )
-    assert "best by validation MAP@R at λ = 0 (validation 70.0%, test 30.0%)" in profs_paragraphs(lam, "ms", 0)[0]
+    assert "best by validation MAP@R at λ = 0 (validation 70.0%, test 30.0%)" in PROFS.paragraphs(lam, tiny_params)[0]

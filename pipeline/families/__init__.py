@@ -30,6 +30,54 @@ class MethodConfig:
 
 
 @dataclass(frozen=True)
+class SweepFigure:
+    """One figure of an ablation (pipeline/reporting/figures.py sweep_figure): test and best validation MAP@R of the
+    grid rows whose ``sweep`` column is `sweep`, against column `x` (one line per value of `series`); `title` and
+    `mark` (the value the pipeline's own runs use, a dotted line) from the whole params."""
+
+    file: str  # reports/figures/<file>.png
+    sweep: str
+    x: str
+    title: Callable[[Any], str]
+    series: str | None = None
+    xlabel: str = ""
+    lambda_axis: bool = False
+    mark: Callable[[Any], float] | None = None
+
+
+@dataclass(frozen=True)
+class Ablation:
+    """A family's ablation study (dvc.yaml ablation@paper-<section>; params ``ablation.<section>``, of `schema`):
+
+    - run: the run every grid point trains, from the whole params;
+    - grid: (the point's settings as a row, the params that train it) for every point; each point trains one
+      model on ``ablation.fold`` (pipeline/studies/ablation.py);
+    - figures: what the report draws from the grid's table;
+    - paragraphs: what the figures show, with numbers, from (the table, the whole params) (reports/README.md).
+    """
+
+    schema: type
+    run: Callable[[Any], str]
+    grid: Callable[[Any], list[tuple[dict, Any]]]
+    figures: tuple[SweepFigure, ...]
+    paragraphs: Callable[[Any, Any], list[str]]
+
+
+def best_point(table):
+    """The point of a sweep a user would pick without the test set: the highest validation MAP@R (issue 62; the test
+    MAP@R it is reported with decides nothing)."""
+    return table.loc[table.best_val_map_at_r.idxmax()]
+
+
+def point_text(row) -> str:
+    return f"validation {100 * row.best_val_map_at_r:.1f}%, test {100 * row.test_map_at_r:.1f}%"
+
+
+def span_text(table) -> str:
+    return f"{100 * table.test_map_at_r.min():.1f}-{100 * table.test_map_at_r.max():.1f}%"
+
+
+@dataclass(frozen=True)
 class Family:
     """A family of runs ``<loss>_<variant>``.
 
@@ -45,7 +93,8 @@ class Family:
       the whole section), which is also what a run records (pipeline/runs.py run_record);
     - own_budget: the section's max_epochs / patience (0: train's) are the family's training budget;
     - check: a cross-field rule on the whole params, returning a problem ``"<key>: ..."`` or None;
-    - claims: the papers' claims about its runs, for the whole params (its losses configured, the batch).
+    - claims: the papers' claims about its runs, for the whole params (its losses configured, the batch);
+    - ablation: its ablation study, if it has one.
     """
 
     section: str
@@ -58,6 +107,7 @@ class Family:
     own_budget: bool = False
     check: Callable[[Any], str | None] = field(default=lambda params: None)
     claims: Callable[[Any], list[Claim]] = field(default=lambda params: [])
+    ablation: Ablation | None = None
 
     def trained_variants(self, cfg) -> list[str]:
         """The variants section `cfg` trains, in run order."""

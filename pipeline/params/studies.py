@@ -3,14 +3,14 @@ their rules."""
 
 from __future__ import annotations
 
-from dataclasses import field
+from dataclasses import field, make_dataclass
 from typing import Annotated, Literal
 
 from pydantic import Field
 
 from pipeline.config.base import ParamsError
 from pipeline.config.loader import Section, rule
-from pipeline.families import ccp, profs
+from pipeline.families import ccp, families
 from pipeline.infra.schema import section
 
 
@@ -30,37 +30,19 @@ class PocConfig:
     seeds: list[Annotated[int, Field(ge=0)]] = Field(default_factory=lambda: [0, 1, 2, 3, 4], min_length=1)
 
 
-@section
-class CCPAblationConfig:
-    """CCP Fig. 5 (#proxy x pool size b) and a lambda sweep, on ``<loss>_ccp``."""
-
-    loss: Literal[tuple(ccp.LOSSES)] = "c2"  # Fig. 5 uses C2-CCP
-    proxies_per_class: list[Annotated[int, Field(ge=1)]] = Field(default_factory=lambda: [1, 2, 4], min_length=1)
-    # b = factor x #proxy; factor 1 = random selection
-    pool_factors: list[Annotated[int, Field(ge=1)]] = Field(default_factory=lambda: [1, 2, 4], min_length=1)
-    lambdas: list[Annotated[float, Field(ge=0.0)]] = Field(
-        default_factory=lambda: [0.0, 2e-5, 2e-4, 2e-3, 2e-2], min_length=1
-    )
-
-
-@section
-class PROFSAblationConfig:
-    """PROFS Fig. 3 (lambda sweep) and Fig. 2 (fixed M sweep), on ``<loss>_profs``."""
-
-    loss: Literal[tuple(profs.LOSSES)] = "margin"  # Fig. 3 uses Margin
-    lambdas: list[Annotated[float, Field(ge=0.0)]] = Field(
-        default_factory=lambda: [0.0, 1e-4, 1e-3, 1e-2, 1e-1], min_length=1
-    )
-    m: list[Annotated[int, Field(ge=1)]] = Field(default_factory=lambda: [5, 15, 30, 60, 120], min_length=1)
+def _ablation_section() -> type:
+    """``ablation``: the fold every grid point trains on, then one section per family with an ablation study (its
+    record's schema: pipeline/families), so a family brings its own (dvc.yaml ablation@paper-<section>)."""
+    studies = [
+        (name, f.ablation.schema, field(default_factory=f.ablation.schema))
+        for name, f in families().items()
+        if f.ablation is not None
+    ]
+    fields = [("fold", int, Field(0, ge=0)), *studies]
+    return section(make_dataclass("AblationConfig", fields, namespace={"__module__": __name__}))
 
 
-@section
-class AblationConfig:
-    """The ablation studies (dvc.yaml ablation@paper-ccp, ablation@paper-profs): one fold per grid point."""
-
-    fold: int = Field(0, ge=0)
-    ccp: CCPAblationConfig = field(default_factory=CCPAblationConfig)
-    profs: PROFSAblationConfig = field(default_factory=PROFSAblationConfig)
+AblationConfig = _ablation_section()
 
 
 @rule()

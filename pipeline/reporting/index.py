@@ -1,4 +1,5 @@
-"""reports/README.md: what was run, links to every table and figure, and what each ablation shows."""
+"""reports/README.md: what was run, links to every table and figure, and what they show (each ablation's paragraphs
+are its family's, pipeline/families)."""
 
 from __future__ import annotations
 
@@ -13,6 +14,7 @@ from pipeline import numerics
 from pipeline.config import to_dict
 from pipeline.params.root import Params
 from pipeline.reporting.names import label
+from pipeline.studies import ablation
 
 PACKAGES = ("torch", "pytorch-metric-learning", "faiss-cpu", "scikit-learn", "metric-learn", "cvxpy", "numpy", "dvc")
 
@@ -30,82 +32,6 @@ def versions() -> str:
         except PackageNotFoundError:
             pass
     return f"Python {platform.python_version()}, " + ", ".join(found)
-
-
-def _best(table: pd.DataFrame) -> pd.Series:
-    """The point of a sweep a user would pick without the test set: the highest validation MAP@R (issue 62; the
-    test MAP@R it is reported with decides nothing)."""
-    return table.loc[table.best_val_map_at_r.idxmax()]
-
-
-def _point(row: pd.Series) -> str:
-    return f"validation {100 * row.best_val_map_at_r:.1f}%, test {100 * row.test_map_at_r:.1f}%"
-
-
-def _span(table: pd.DataFrame) -> str:
-    return f"{100 * table.test_map_at_r.min():.1f}-{100 * table.test_map_at_r.max():.1f}%"
-
-
-def ccp_paragraphs(table: pd.DataFrame, loss: str, fold: int) -> list[str]:
-    """What the CCP ablation figures show, with numbers."""
-    grid = table[table.sweep == "proxies_pool"]
-    lam = table[table.sweep == "lambda"]
-    out = []
-    if len(grid):
-        best = _best(grid)
-        random = grid[grid.pool_size == grid.proxies_per_class]
-        rand_text = ""
-        if len(random):
-            gain = [
-                100 * (_best(grid[grid.proxies_per_class == p]).test_map_at_r - r)
-                for p, r in zip(random.proxies_per_class, random.test_map_at_r)
-            ]
-            rand_text = (
-                " Against random proxy selection (b = #proxy), the pool size of each #proxy with the best validation "
-                "MAP@R gains "
-                + ", ".join(f"{g:+.1f}" for g in gain)
-                + " points (#proxy = "
-                + ", ".join(str(p) for p in random.proxies_per_class)
-                + ")."
-            )
-        out.append(
-            f"**#proxy x pool size (CCP Fig. 5)** — `figures/ccp_proxies_pool.png`: {loss.upper()}-CCP on fold {fold}, "
-            f"test MAP@R spans {_span(grid)}; the best point by validation MAP@R is #proxy = "
-            f"{best.proxies_per_class}, b = {best.pool_size} ({_point(best)}).{rand_text} The paper reports that "
-            "both more proxies and a larger pool help on CUB and Cars196; differences below about 2 points are within "
-            "the fold-to-fold spread of this data set (see the std columns of the results table)."
-        )
-    if len(lam):
-        best = _best(lam)
-        zero = lam[lam["lambda"] == 0]
-        zero_text = f"; λ = 0 gives {100 * zero.test_map_at_r.iloc[0]:.1f}%" if len(zero) else ""
-        out.append(
-            f"**CCP λ sweep** — `figures/ccp_lambda.png`: test MAP@R spans {_span(lam)}, best by validation MAP@R "
-            f"at λ = {best['lambda']:g} ({_point(best)}){zero_text}."
-        )
-    return out
-
-
-def profs_paragraphs(table: pd.DataFrame, loss: str, fold: int) -> list[str]:
-    """What the PROFS ablation figures show, with numbers."""
-    out = []
-    lam = table[table.sweep == "lambda"]
-    m = table[table.sweep == "m"]
-    if len(lam):
-        best = _best(lam)
-        out.append(
-            f"**PROFS λ sweep (PROFS Fig. 3)** — `figures/profs_lambda.png`: {loss}-PROFS on fold {fold}, "
-            f"test MAP@R spans {_span(lam)}, best by validation MAP@R at λ = {best['lambda']:g} ({_point(best)}). "
-            "The paper finds similar results for λ in [1e-4, 1e-2] and drops outside."
-        )
-    if len(m):
-        best = _best(m)
-        out.append(
-            f"**PROFS steps per projection M (PROFS Fig. 2)** — `figures/profs_m.png`: fixed M, test MAP@R "
-            f"spans {_span(m)}, best by validation MAP@R at M = {best.m:.0f} ({_point(best)}). The paper sees "
-            "performance rise with M up to a data-set-dependent value and then fall."
-        )
-    return out
 
 
 def pictures_markdown(params, inputs: dict) -> str:
@@ -136,9 +62,9 @@ def index_markdown(
     the figures show."""
     poc = inputs.poc
     a = params.ablation
-    paragraphs = ccp_paragraphs(inputs.ablations["ccp"], a.ccp.loss, a.fold) + profs_paragraphs(
-        inputs.ablations["profs"], a.profs.loss, a.fold
-    )
+    paragraphs = [
+        p for name in ablation.studies() for p in ablation.study(name).paragraphs(inputs.ablations[name], params)
+    ]
     frame = inputs.map_at_r.value
     fig4a = ", ".join(
         f"{loss.upper()} "

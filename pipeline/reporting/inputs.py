@@ -88,7 +88,7 @@ def load(params, args) -> ReportInputs:
         alternating_rows=subproblems[subproblems.run.isin(alternating)] if len(subproblems) else subproblems,
         ablations={
             s: pd.read_csv(_need(Path(args.ablations) / f"{s}.csv", "ablation table", f"run ablation@paper-{s}"))
-            for s in ablation.STUDIES
+            for s in ablation.studies()
         },
         lanml=[
             read_json(_need(Path(args.lanml) / f"{d}.json", "LANML results", f"run lanml@paper-{d}"))
@@ -137,7 +137,7 @@ def published(params, args) -> dict[str, list[Path]]:
         "metrics": [Path(args.metrics) / f"{r}.json" for r in runs],
         "spectra": [Path(args.spectra) / f"{r}.csv" for r in runs],
         "per_class": [Path(args.per_class) / f"{r}.csv" for r in runs],
-        "ablations": [Path(args.ablations) / f"{s}.csv" for s in ablation.STUDIES],
+        "ablations": [Path(args.ablations) / f"{s}.csv" for s in ablation.studies()],
         "lanml": [Path(args.lanml) / f"{d}.json" for d in params.lanml.datasets],
         "tuned": sorted(Path(args.tuned).glob("*.json")),
         "tuning": sorted(Path(args.tuning).glob("*.json")),

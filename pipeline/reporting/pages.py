@@ -24,19 +24,22 @@ from pipeline.reporting.reference import paper_dataset
 from pipeline.reporting.subproblems import detail_markdown, summary_markdown
 from pipeline.reporting.tables import markdown_table, results_frame
 from pipeline.runs import model_ids
+from pipeline.studies import ablation
 
-FIGURES = (
-    "tuning_history",
-    "validation_curves",
-    "ccp_proxies_pool",
-    "ccp_lambda",
-    "profs_lambda",
-    "profs_m",
-    "ccp_loss_proxy_vs_ccp",
-    "ccp_steps_per_projection",
-    "ccp_subproblems",
-    "spectrum",
-)
+
+def figure_names() -> tuple[str, ...]:
+    """Every figure write_figures draws (reports/figures/<name>.png), in the index's order: the families' ablation
+    figures (their records, pipeline/families) after the training curves."""
+    ablations = tuple(f.file for name in ablation.studies() for f in ablation.study(name).figures)
+    return (
+        "tuning_history",
+        "validation_curves",
+        *ablations,
+        "ccp_loss_proxy_vs_ccp",
+        "ccp_steps_per_projection",
+        "ccp_subproblems",
+        "spectrum",
+    )
 
 
 def write_results(params, inputs: ReportInputs, out: Path, context: str) -> None:
@@ -288,41 +291,19 @@ def write_figures(params, inputs: ReportInputs, out: Path) -> None:
     fig = out / "figures"
     tuning.history_figure(inputs.tuning, params.tune.startup_trials, fig / "tuning_history.png")
     figures.curves_figure(inputs.logs, inputs.budgets, fig / "validation_curves.png")
-    abl, a = inputs.ablations, params.ablation
-    ccp, profs = abl["ccp"], abl["profs"]
-    grid = ccp[ccp.sweep == "proxies_pool"]
-    figures.sweep_figure(
-        grid,
-        "pool_size",
-        f"{a.ccp.loss.upper()}-CCP: #proxy per class x pool size b "
-        f"(CCP Fig. 5), fold {a.fold}; b = #proxy is random selection",
-        fig / "ccp_proxies_pool.png",
-        series="proxies_per_class",
-        xlabel="pool size b (candidates per class for greedy K-center)",
-    )
-    figures.sweep_figure(
-        ccp[ccp.sweep == "lambda"],
-        "lambda",
-        f"{a.ccp.loss.upper()}-CCP: projection regulariser λ (eq. 4.10), fold {a.fold}",
-        fig / "ccp_lambda.png",
-        lambda_axis=True,
-        mark=params.ccp.lambda_,
-    )
-    figures.sweep_figure(
-        profs[profs.sweep == "lambda"],
-        "lambda",
-        f"{a.profs.loss}-PROFS: regulariser λ (eq. 4.7, PROFS Fig. 3), fold {a.fold}",
-        fig / "profs_lambda.png",
-        lambda_axis=True,
-        mark=params.profs.lambda_,
-    )
-    figures.sweep_figure(
-        profs[profs.sweep == "m"],
-        "m",
-        f"{a.profs.loss}-PROFS: fixed steps per projection M (PROFS Fig. 2), fold {a.fold}",
-        fig / "profs_m.png",
-        xlabel="M (training steps per projection)",
-    )
+    for name in ablation.studies():  # each family's ablation figures (its record)
+        table = inputs.ablations[name]
+        for f in ablation.study(name).figures:
+            figures.sweep_figure(
+                table[table.sweep == f.sweep],
+                f.x,
+                f.title(params),
+                fig / f"{f.file}.png",
+                series=f.series,
+                xlabel=f.xlabel,
+                lambda_axis=f.lambda_axis,
+                mark=None if f.mark is None else f.mark(params),
+            )
     variants = [v for v in CCP.variants if v in CCP.trained_variants(params.ccp)]
     figures.variants_figure(
         inputs.map_at_r,
@@ -397,4 +378,4 @@ def write_report(params, inputs: ReportInputs, out: Path) -> None:
     write_figures(params, inputs, out)
     write_subproblems(params, inputs, out, context)
     write_lanml(params, inputs, out)
-    write_text(out / "README.md", index.index_markdown(params, inputs, context, tables, claims, FIGURES))
+    write_text(out / "README.md", index.index_markdown(params, inputs, context, tables, claims, figure_names()))

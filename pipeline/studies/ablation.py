@@ -1,66 +1,52 @@
 """The ablation studies as grids of training jobs (one model each: ``ablation.fold`` with the first of
-``experiment.seeds``) and the table of their results.
-
-- ``ccp``: CCP Fig. 5, #proxy per class x pool size b (b = factor x #proxy, factor 1 = random proxy
-  selection), and a sweep of the projection regulariser lambda (eq. 4.10), on ``<ablation.ccp.loss>_ccp``;
-- ``profs``: PROFS Fig. 3, a sweep of lambda (eq. 4.7), and Fig. 2, a sweep of a fixed number of steps M
-  per projection, on ``<ablation.profs.loss>_profs``.
-Every other setting comes from the ``ccp`` / ``profs`` sections, so a grid point with the section's own
-values is the pipeline's run on that fold.
+``experiment.seeds``) and the table of their results. A study is a family's (its record's ``ablation``,
+pipeline/families): ``ccp`` (CCP Fig. 5 and a lambda sweep, pipeline/families/ccp.py), ``profs`` (PROFS Figs. 3 and
+2, pipeline/families/profs.py). Every other setting comes from the family's section, so a grid point with the
+section's own values is the pipeline's run on that fold.
 """
 
 from __future__ import annotations
 
-from dataclasses import replace
-
 import pandas as pd
 
+from pipeline.families import Ablation, families
+from pipeline.infra.errors import PipelineError
 from pipeline.params.root import Params
 from pipeline.runs import run_setup
 from pipeline.training.jobs import FoldJob, FoldOutcome
 
-STUDIES = ("ccp", "profs")
 TEST_METRICS = ("map_at_r", "r_precision", "precision_at_1")
 
 
-def grid(params: Params, study: str) -> list[tuple[dict, Params]]:
-    """(grid point as a row of settings, the params that train it) for every point of `study`."""
-    if study == "ccp":
-        a, cfg = params.ablation.ccp, params.ccp
-
-        def point(sweep, proxies, pool, lambda_):
-            row = {"sweep": sweep, "proxies_per_class": proxies, "pool_size": pool, "lambda": lambda_}
-            return row, replace(params, ccp=replace(cfg, proxies_per_class=proxies, pool_size=pool, lambda_=lambda_))
-
-        return [point("proxies_pool", p, f * p, cfg.lambda_) for p in a.proxies_per_class for f in a.pool_factors] + [
-            point("lambda", cfg.proxies_per_class, cfg.pool_size, lambda_) for lambda_ in a.lambdas
-        ]
-    if study == "profs":
-        a, cfg = params.ablation.profs, params.profs
-
-        def point(sweep, mode, m, lambda_):
-            row = {"sweep": sweep, "m_mode": mode, "m": m, "lambda": lambda_}
-            return row, replace(params, profs=replace(cfg, m_mode=mode, m=m, lambda_=lambda_))
-
-        return [point("lambda", cfg.m_mode, cfg.m, lambda_) for lambda_ in a.lambdas] + [
-            point("m", "fixed", m, cfg.lambda_) for m in a.m
-        ]
-    raise ValueError(f"unknown ablation study {study!r} (valid: {', '.join(STUDIES)})")
+def studies() -> tuple[str, ...]:
+    """The families with an ablation study (their record's ``ablation``), by params section."""
+    return tuple(name for name, f in families().items() if f.ablation is not None)
 
 
-def method(params: Params, study: str) -> str:
-    """The run name every point of `study` trains."""
-    return f"{params.ablation.ccp.loss}_ccp" if study == "ccp" else f"{params.ablation.profs.loss}_profs"
+def study(name: str) -> Ablation:
+    if name not in studies():
+        raise PipelineError(f"unknown ablation study {name!r} (valid: {', '.join(studies())})")
+    return families()[name].ablation
 
 
-def jobs(params: Params, study: str, data: str, features: str) -> tuple[list[dict], list[FoldJob]]:
-    points = grid(params, study)
-    name = method(params, study)
+def grid(params: Params, name: str) -> list[tuple[dict, Params]]:
+    """(grid point as a row of settings, the params that train it) for every point of study `name`."""
+    return study(name).grid(params)
+
+
+def method(params: Params, name: str) -> str:
+    """The run name every point of study `name` trains."""
+    return study(name).run(params)
+
+
+def jobs(params: Params, name: str, data: str, features: str) -> tuple[list[dict], list[FoldJob]]:
+    points = grid(params, name)
+    run = method(params, name)
     return (
         [row for row, _ in points],
         [
             FoldJob(
-                run_setup(p, name), params.ablation.fold, data, features, evaluate=True, seed=params.experiment.seeds[0]
+                run_setup(p, run), params.ablation.fold, data, features, evaluate=True, seed=params.experiment.seeds[0]
             )
             for _, p in points
         ],
