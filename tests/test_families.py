@@ -73,3 +73,12 @@ def test_the_ablation_stages_and_figures_are_the_families():
     drawn = {f.file for name in ablation.studies() for f in ablation.study(name).figures}
     assert drawn == {"ccp_proxies_pool", "ccp_lambda", "profs_lambda", "profs_m"}
     assert {f"reports/figures/{name}.png" for name in drawn} <= set(dvc["plots"])
+
+
+def test_a_familys_own_report_part_is_found_by_its_section():
+    """pipeline/reporting/families/<section>.py: CCP's figures, page and paragraphs, registered under its section."""
+    from pipeline.reporting.families import family_reports
+    from pipeline.reporting.pages import figure_names
+
+    reports = family_reports()
+    assert [r.section for r in reports] == ["ccp"] and set(reports[0].figures) <= set(figure_names())

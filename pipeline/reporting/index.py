@@ -13,6 +13,7 @@ import pandas as pd
 from pipeline import numerics
 from pipeline.config import to_dict
 from pipeline.params.root import Params
+from pipeline.reporting.families import family_reports
 from pipeline.reporting.names import label
 from pipeline.studies import ablation
 
@@ -60,39 +61,11 @@ def index_markdown(
 ) -> str:
     """reports/README.md: the claims' verdicts, what was run, links to every table, figure and picture, and what
     the figures show."""
-    poc = inputs.poc
     a = params.ablation
     paragraphs = [
         p for name in ablation.studies() for p in ablation.study(name).paragraphs(inputs.ablations[name], params)
     ]
-    frame = inputs.map_at_r.value
-    fig4a = ", ".join(
-        f"{loss.upper()} "
-        + " / ".join(f"{frame[f'{loss}_{v}']:.1f}" for v in ("batch", "loss_proxy", "ccp") if f"{loss}_{v}" in frame)
-        for loss in params.ccp.losses
-    )
-    paragraphs.append(
-        f"**Loss-Proxy vs CCP (CCP Fig. 4a)** — `figures/ccp_loss_proxy_vs_ccp.png`: separated MAP@R "
-        f"of batch / Loss-Proxy / CCP per loss: {fig4a}."
-    )
-    ccp_rows = inputs.alternating_rows
-    if len(ccp_rows):
-        first, last = (ccp_rows.groupby(["run", "model"]).covering_radius_max.agg(f).mean() for f in ("first", "last"))
-        paragraphs.append(
-            f"**Steps per projection (CCP Fig. 4b)** — `figures/ccp_steps_per_projection.png`: {len(ccp_rows)} "
-            f"sub-problems, median {ccp_rows.steps.median():.0f} steps, {int((ccp_rows.steps <= 50).sum())} of them "
-            f"50 steps or fewer. **Covering radius and validation MAP@R over sub-problems** — "
-            f"`figures/ccp_subproblems.png`: the covering radius (max over classes, mean over runs and folds) goes "
-            f"from {first:.3f} after the first sub-problem to {last:.3f} after the last."
-        )
-    paragraphs.append(
-        f"**2-D proof of concept (CCP Fig. 2)** — `figures/ccp_poc.png`: test MAP@R Loss-Proxy "
-        f"{100 * poc['loss_proxy']['mean']['test_map_at_r']:.1f}%, "
-        f"CCP {100 * poc['ccp']['mean']['test_map_at_r']:.1f}%, sample-based "
-        f"CCP {100 * poc['sample_ccp']['mean']['test_map_at_r']:.1f}%; covering radius of the converged proxies (max) "
-        f"{poc['loss_proxy']['mean']['covering_radius_max']:.3f} / {poc['ccp']['mean']['covering_radius_max']:.3f} / "
-        f"{poc['sample_ccp']['mean']['covering_radius_max']:.3f}."
-    )
+    paragraphs += [p for report in family_reports() for p in report.paragraphs(params, inputs)]
     paragraphs.append(
         "**Singular value spectrum (Revisiting section 5)** — `figures/spectrum.png`: ρ(Φ) "
         + ", ".join(f"{r} {v:.3f}" for r, v in inputs.spectral_decay.items())

@@ -5,7 +5,6 @@ from pathlib import Path
 
 import pandas as pd
 
-from pipeline.families.ccp import FAMILY as CCP
 from pipeline.infra.io import write_text
 from pipeline.reporting import budgets, comparison, figures, forest, index, tuning
 from pipeline.reporting.claims import (
@@ -18,26 +17,23 @@ from pipeline.reporting.claims import (
     flagged_runs_note,
     paper_claims,
 )
+from pipeline.reporting.families import family_reports
 from pipeline.reporting.inputs import ReportInputs, context_lines
 from pipeline.reporting.lanml_table import anml_table2, lanml_markdown, table2_claims, table2_claims_markdown
 from pipeline.reporting.reference import paper_dataset
-from pipeline.reporting.subproblems import detail_markdown, summary_markdown
 from pipeline.reporting.tables import markdown_table, results_frame
-from pipeline.runs import model_ids
 from pipeline.studies import ablation
 
 
 def figure_names() -> tuple[str, ...]:
-    """Every figure write_figures draws (reports/figures/<name>.png), in the index's order: the families' ablation
-    figures (their records, pipeline/families) after the training curves."""
+    """Every figure the report draws (reports/figures/<name>.png), in the index's order: after the training curves, the
+    families' ablation figures (their records, pipeline/families), then their own (pipeline/reporting/families)."""
     ablations = tuple(f.file for name in ablation.studies() for f in ablation.study(name).figures)
     return (
         "tuning_history",
         "validation_curves",
         *ablations,
-        "ccp_loss_proxy_vs_ccp",
-        "ccp_steps_per_projection",
-        "ccp_subproblems",
+        *(name for report in family_reports() for name in report.figures),
         "spectrum",
     )
 
@@ -304,42 +300,8 @@ def write_figures(params, inputs: ReportInputs, out: Path) -> None:
                 lambda_axis=f.lambda_axis,
                 mark=None if f.mark is None else f.mark(params),
             )
-    variants = [v for v in CCP.variants if v in CCP.trained_variants(params.ccp)]
-    figures.variants_figure(
-        inputs.map_at_r,
-        list(params.ccp.losses),
-        variants,
-        fig / "ccp_loss_proxy_vs_ccp.png",
-        "Loss on batches vs Loss-Proxy (one proxy-DML) vs CCP (CCP Fig. 4a)",
-    )
-    figures.steps_figure(inputs.alternating_rows, fig / "ccp_steps_per_projection.png")
-    figures.subproblems_figure(inputs.alternating_rows, fig / "ccp_subproblems.png")
     spectra = {r: t.groupby("index").singular_value.mean().to_numpy() for r, t in inputs.spectra.items()}
     figures.spectrum_figure(spectra, inputs.spectral_decay, fig / "spectrum.png")
-
-
-def write_subproblems(params, inputs: ReportInputs, out: Path, context: str) -> None:
-    rows, decimals = inputs.subproblems, params.report.decimals
-    text = (
-        "# CCP sub-problems\n\n"
-        + context
-        + "- a sub-problem (projection) ends after `ccp.patience` epochs without validation MAP@R improvement; "
-        "loss_proxy runs have one sub-problem\n"
-        "- covering radius (CCP Prop. 4.2, Cor. 4.3): per class, the largest distance from a training sample "
-        "to its nearest same-class proxy, at the end of the sub-problem; max and mean over classes\n"
-        "- proxy shift: the distance of each proxy from the position K-center gave it (in the normalised "
-        "embedding space the loss uses), after the sub-problem's first epoch and at its end; mean over proxies "
-        "(and sub-problems), max over all; a shift near the covering radius means the K-center choice is gone\n"
-        "- proxies learn at train.lr x ccp.proxy_lr_multiplier = "
-        f"{params.train.lr * params.ccp.proxy_lr_multiplier:g}; "
-        f"their Adam moments are {'reset' if params.ccp.reset_proxy_optimizer else 'kept'} at a re-initialisation\n\n"
-        "## Summary over folds\n\n" + summary_markdown(rows, decimals)
-    )
-    if inputs.alternating_runs and not rows.empty:
-        text += "\n## Every sub-problem of the first model\n\n" + "\n".join(
-            detail_markdown(rows, r, *model_ids(params)[0], decimals) for r in inputs.alternating_runs
-        )
-    write_text(out / "ccp_subproblems.md", text)
 
 
 def write_lanml(params, inputs: ReportInputs, out: Path) -> None:
@@ -376,6 +338,7 @@ def write_report(params, inputs: ReportInputs, out: Path) -> None:
     write_tuning(params, inputs, out, context)
     tables = write_comparisons(params, inputs, out, context, claims)
     write_figures(params, inputs, out)
-    write_subproblems(params, inputs, out, context)
+    for report in family_reports():  # each family's own figures and pages
+        report.write(params, inputs, out, context)
     write_lanml(params, inputs, out)
     write_text(out / "README.md", index.index_markdown(params, inputs, context, tables, claims, figure_names()))
