@@ -114,6 +114,15 @@ def test_a_registry_package_brings_every_module_beside_its_init_and_a_plain_pack
     assert not {"pipeline/plain/one.py", "pipeline/plain/two.py"} & got
 
 
+def test_a_package_brings_its_templates(tmp_path):
+    """The report's pages read pipeline/reporting/templates: a package's templates/ files go with its __init__."""
+    _project(tmp_path)
+    (tmp_path / "pipeline/sub/templates").mkdir()
+    (tmp_path / "pipeline/sub/templates/page.md.j2").write_text("{{ x }}\n")
+    (tmp_path / "pipeline/templates").mkdir()  # pipeline/__init__.py's: the root package is imported too
+    assert "pipeline/sub/templates/page.md.j2" in {p.as_posix() for p in closure("stages.run", tmp_path)}
+
+
 def test_a_stages_fingerprint_changes_with_a_file_it_imports_and_only_then(tmp_path):
     dvc_yaml = _project(tmp_path)
     assert stage_modules(dvc_yaml) == ["stages.run"]  # the code stage's own command is not a stage module

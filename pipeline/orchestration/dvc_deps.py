@@ -7,7 +7,7 @@ A stage's command runs `-m stages.<name>`; its code is every project module that
 function level, transitively, with the `__init__.py` of each package on the way (Python runs them); a registry
 package, whose `__init__.py` imports each module beside it at run time (`import_modules(__name__)` or a
 `Registry(__name__, ...)`, pipeline/infra/registry.py: pipeline/losses, miners, families, datasets, methods),
-brings all of them.
+brings all of them, and a package's `templates/` folder (pipeline/reporting/templates) brings its files.
 """
 
 from __future__ import annotations
@@ -79,6 +79,8 @@ def closure(module: str, root: Path = ROOT) -> frozenset[Path]:
             seen.add(path)
             package = ".".join(parts[:i]) if path.name == "__init__.py" else ".".join(parts[: i - 1])
             todo.extend(_imported_names(path, package))
+            if path.name == "__init__.py":  # a package's templates are read by its modules (the report's pages)
+                seen.update(p for p in (path.parent / "templates").glob("*") if p.is_file())
             if path.name == "__init__.py" and _discovers_modules(path):
                 todo.extend(f"{package}.{p.stem}" for p in path.parent.glob("*.py") if p.name != "__init__.py")
     return frozenset(p.relative_to(root) for p in seen)

@@ -9,6 +9,7 @@ import platform
 from importlib.metadata import PackageNotFoundError, version
 
 import pandas as pd
+from jinja2 import Environment, PackageLoader, StrictUndefined
 
 from pipeline import numerics
 from pipeline.config import to_dict
@@ -17,6 +18,14 @@ from pipeline.reporting.families import family_reports
 from pipeline.reporting.names import label
 from pipeline.studies import ablation
 
+# reports/README.md's text (pipeline/reporting/templates/index.md.j2): a block tag's own line leaves no blank line
+TEMPLATES = Environment(
+    loader=PackageLoader("pipeline.reporting", "templates"),
+    trim_blocks=True,
+    lstrip_blocks=True,
+    keep_trailing_newline=True,
+    undefined=StrictUndefined,
+)
 PACKAGES = ("torch", "pytorch-metric-learning", "faiss-cpu", "scikit-learn", "metric-learn", "cvxpy", "numpy", "dvc")
 
 
@@ -61,7 +70,6 @@ def index_markdown(
 ) -> str:
     """reports/README.md: the claims' verdicts, what was run, links to every table, figure and picture, and what
     the figures show."""
-    a = params.ablation
     paragraphs = [
         p for name in ablation.studies() for p in ablation.study(name).paragraphs(inputs.ablations[name], params)
     ]
@@ -71,56 +79,26 @@ def index_markdown(
         + ", ".join(f"{r} {v:.3f}" for r, v in inputs.spectral_decay.items())
         + "; the Revisiting paper links lower ρ (a flatter spectrum) to better generalisation."
     )
-    links = "\n".join(
-        f"- [{t}](tables/{t}) (also .csv and .tex beside it)"
-        if not t.startswith("published")
-        else f"- [{t}](tables/{t})"
-        for t in tables
-    )
-    figs = "\n".join(f"- [{f}.png](figures/{f}.png)" for f in (*figures, "ccp_poc"))
     verdicts = "\n".join(
         f"- {r.claim} ({r.source}): **{r.verdict}**"
         + (" (fragile)" if r.fragile else "")
         + (f" (Holm: {r.verdict_holm})" if r.verdict_holm != r.verdict else "")
         for _, r in claims.iterrows()
     )
-    pinned = ", ".join(f"`{k}={v}`" for k, v in numerics.settings().items())
-    return (
-        "# Reports index\n\n![every claim's difference with its intervals](figures/claims_forest.png)\n\n"
-        "[figures/claims_forest.png](figures/claims_forest.png): every claim's mean paired MAP@R difference with "
-        "its two 95% intervals, "
-        + (
-            " and ".join(f"`{name}`" for name in panels) + " side by side"
-            if len(panels := forest_panels(params)) > 1
-            else f"`{panels[0]}`"
-        )
-        + ", coloured by verdict (an open point: a fragile verdict).\n\n## Claims: [claims.md](claims.md) (and "
-        "claims.csv)\n\n"
-        "Each claim of the papers that this default can test, with the paired difference over the fold x seed "
-        f"models (the folds are the unit), its 95% intervals, a verdict (fragile: its sign flips as one fold is "
-        "left out, or P@1 has the other sign) and the verdict after Holm's adjustment:"
-        f"\n\n{verdicts}\n\n"
-        "Every run had the same budget rule, and [budgets.md](budgets.md) shows whether its curves had "
-        "flattened. Which verdicts changed when the methods were made to run as their authors ran them, and "
-        f"why: docs/results.md and CHANGELOG.md.\n\n## What was run\n\n{context}"
-        f"- params hash: `{params_hash(params)}` (SHA-256 of the validated params.yaml; equal hashes, "
-        "equal settings)\n"
-        f"- runs: {len(inputs.metrics)} ({', '.join(inputs.metrics)}); ablations on fold {a.fold}; LANML on "
-        f"{', '.join(params.lanml.datasets)}\n- software: {versions()} (installed from requirements-lock.txt)\n"
-        f"- CPU numerics pinned in every stage (pipeline/numerics.py), so the CPU default gives these numbers on any "
-        f"x86-64 CPU: {pinned}\n\n"
-        "## Tables\n\n- [results.md](results.md): every metric of every run (and results.csv)\n"
-        "- [budgets.md](budgets.md): every run's best and stop epochs, sub-problems / projections, and the "
-        "models cut while improving (and budgets.csv)\n"
-        "- [tuning.md](tuning.md): the hyperparameters each run trained at, tuned on the validation folds\n"
-        f"{links}\n- [ccp_subproblems.md](ccp_subproblems.md): CCP sub-problem diagnostics\n"
-        "- [lanml.md](lanml.md): LANML on UCI data beside ANML Table 2; "
-        "[lanml_timing.md](lanml_timing.md): LANML and LMNN fit times (clock readings, the one output "
-        "that differs between machines and runs)\n\n"
-        f"## Figures\n\n{figs}\n- training curves: `dvc plots show` (reports/train_logs, validation MAP@R per "
-        "epoch)\n\n"
-        + pictures_markdown(params, inputs)
-        + "## What the figures show\n\n"
-        + "\n\n".join(paragraphs)
-        + "\n"
+    panels = forest_panels(params)
+    return TEMPLATES.get_template("index.md.j2").render(
+        panels=" and ".join(f"`{name}`" for name in panels) + " side by side" if len(panels) > 1 else f"`{panels[0]}`",
+        verdicts=verdicts,
+        context=context,
+        params_hash=params_hash(params),
+        runs=list(inputs.metrics),
+        fold=params.ablation.fold,
+        lanml=params.lanml.datasets,
+        software=versions(),
+        pinned=", ".join(f"`{k}={v}`" for k, v in numerics.settings().items()),
+        tables=tables,
+        family_pages=[page for report in family_reports() for page in report.pages],
+        figures=[*figures, "ccp_poc"],
+        pictures=pictures_markdown(params, inputs),
+        paragraphs=paragraphs,
     )

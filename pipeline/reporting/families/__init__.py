@@ -22,6 +22,7 @@ class FamilyReport:
     figures: tuple[str, ...]  # what `write` draws, reports/figures/<name>.png (dvc.yaml's report outs)
     write: Callable[[Any, Any, Path, str], None]  # (params, inputs, reports folder, the context lines)
     paragraphs: Callable[[Any, Any], list[str]]  # (params, inputs) -> what its figures show
+    pages: tuple[tuple[str, str], ...] = ()  # (file under reports/, what it holds): linked from the index
 
 
 _REPORTS: Registry[FamilyReport] = Registry(__name__, "family report", identity=lambda r: r.write)

@@ -93,5 +93,6 @@ register_report(
         figures=("ccp_loss_proxy_vs_ccp", "ccp_steps_per_projection", "ccp_subproblems"),
         write=_write,
         paragraphs=_paragraphs,
+        pages=(("ccp_subproblems.md", "CCP sub-problem diagnostics"),),
     )
 )
