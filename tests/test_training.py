@@ -121,6 +121,7 @@ def test_a_job_carries_only_its_runs_sections(tiny_dict, tiny_data):
     assert run_setup(elsewhere, "c2_ccp").record() != run_setup(params, "c2_ccp").record()
     assert run_setup(elsewhere, "c2_loss_proxy").record() == run_setup(params, "c2_loss_proxy").record()
     job = FoldJob(run_setup(params, "ms"), 0, "data", "features")
+    assert pickle.loads(pickle.dumps(params)) == params  # the whole root pickles (pipeline/params/root.py)
     assert len(pickle.dumps(job)) < len(pickle.dumps(params)) / 2
     a = train_fold(run_setup(params, "ms"), 0, manifest, features, CPU)
     b = train_fold(run_setup(elsewhere, "ms"), 0, manifest, features, CPU)

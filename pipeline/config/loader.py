@@ -49,11 +49,12 @@ class Section:
     rules: tuple[Rule, ...] = ()
 
 
-def params_type(*sections: Section, rules: tuple[Rule, ...] = ()) -> type:
+def params_type(*sections: Section, rules: tuple[Rule, ...] = (), module: str = __name__) -> type:
     """The params root holding `sections`, in order, checked by their rules and by `rules` (those of the root, which
-    read several sections); built once per stage: each call makes a new type."""
+    read several sections); built once per stage: each call makes a new type. A root assigned to ``Params`` in
+    `module` pickles (pipeline/params/root.py: the whole root)."""
     fields = [(s.name, s.schema, s.default) for s in sections]
-    root = section(make_dataclass("Params", fields, namespace={"__module__": __name__}))
+    root = section(make_dataclass("Params", fields, namespace={"__module__": module}))
     root.sections = sections  # what load_params keeps of the file
     root.rules = tuple(r for s in sections for r in s.rules) + rules
     root.adapter = TypeAdapter(root)

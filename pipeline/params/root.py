@@ -70,6 +70,7 @@ Params = params_type(
     TUNE,
     SCOPE,
     rules=(_check_runs, _check_families, check_tune),  # the whole params: every run, every tuned key
+    module=__name__,
 )
 
 
