@@ -37,7 +37,7 @@ def test_every_family_loss_section_has_a_record():
 
 
 def test_params_load_without_torch():
-    code = "import sys, pipeline.config as c; c.load_params('params.yaml'); print('torch' in sys.modules)"
+    code = "import sys, pipeline.config.params as p; p.load_params('params.yaml'); print('torch' in sys.modules)"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "False"
 
