@@ -173,8 +173,9 @@ def copy(tmp_path_factory):
     repo = tmp_path_factory.mktemp("extended")
     for name in ("pipeline", "stages", "reference", "conf", "tests", "hydra_plugins"):
         shutil.copytree(ROOT / name, repo / name, ignore=shutil.ignore_patterns("__pycache__"))
-    for name in ("dvc.yaml", ".dvcignore", "pyproject.toml", "reports/emoji/claims.csv"):  # the last: the report's
-        (repo / name).parent.mkdir(parents=True, exist_ok=True)  # companion table
+    # .gitignore: the code stage runs in the copy, and its __pycache__ must not count as a file the person added
+    for name in ("dvc.yaml", ".dvcignore", ".gitignore", "pyproject.toml", "reports/emoji/claims.csv"):  # the last:
+        (repo / name).parent.mkdir(parents=True, exist_ok=True)  # the report's companion table
         shutil.copy(ROOT / name, repo / name)
     shutil.copytree(ROOT / "reports/emoji/tuning", repo / "reports/emoji/tuning")  # and its tuning records
     # one seed, no worker processes: the point is that the new runs train, not their spread or the workers
