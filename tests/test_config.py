@@ -217,3 +217,15 @@ def test_stages_depend_on_no_config_group(tmp_path):
     """params.yaml holds no presets: dvc.yaml's stages depend on the keys they read, nothing else."""
     assert "presets" not in (ROOT / "params.yaml").read_text()
     assert "presets" not in (ROOT / "dvc.yaml").read_text()
+
+
+def test_the_whole_root_refuses_an_unknown_section_and_a_stage_root_leaves_it(tmp_path, tiny_dict):
+    """A misspelt top-level key (`ccpp:`) stops the code stage's whole check; prepare's root reads only its own."""
+    from pipeline.config.loader import load_params as load_sections
+    from pipeline.config.loader import params_type
+    from pipeline.config.run import EXPERIMENT, SEED
+
+    path = write_params(tmp_path / "params.yaml", {**tiny_dict, "ccpp": {"lambda": 1.0}})
+    with pytest.raises(ParamsError, match=r"^params.yaml: ccpp: unknown key$"):
+        load_params(path)
+    assert load_sections(path, params_type(SEED, EXPERIMENT)).seed == tiny_dict.get("seed", 0)

@@ -49,13 +49,15 @@ class Section:
     rules: tuple[Rule, ...] = ()
 
 
-def params_type(*sections: Section, rules: tuple[Rule, ...] = (), module: str = __name__) -> type:
+def params_type(*sections: Section, rules: tuple[Rule, ...] = (), module: str = __name__, whole: bool = False) -> type:
     """The params root holding `sections`, in order, checked by their rules and by `rules` (those of the root, which
     read several sections); built once per stage: each call makes a new type. A root assigned to ``Params`` in
-    `module` pickles (pipeline/params/root.py: the whole root)."""
+    `module` pickles. The `whole` root (pipeline/params/root.py) refuses a top-level key it does not hold; any other
+    leaves the file's other sections to the stages that read them."""
     fields = [(s.name, s.schema, s.default) for s in sections]
     root = section(make_dataclass("Params", fields, namespace={"__module__": module}))
     root.sections = sections  # what load_params keeps of the file
+    root.whole = whole
     root.rules = tuple(r for s in sections for r in s.rules) + rules
     root.adapter = TypeAdapter(root)
     return root
@@ -79,7 +81,7 @@ def load_params(path: str | Path, root: type) -> Any:
             f"`git checkout -- {path.name}`)"
         )
     data = OmegaConf.to_container(raw)
-    if len(root.sections) < len(data):  # the other sections are validated by the stages that read them
+    if not root.whole:  # the other sections are validated by the stages that read them (and the code stage)
         data = {key: value for key, value in data.items() if key in {s.name for s in root.sections}}
     return validate(data, root, source)
 

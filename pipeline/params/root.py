@@ -71,6 +71,7 @@ Params = params_type(
     SCOPE,
     rules=(_check_runs, _check_families, check_tune),  # the whole params: every run, every tuned key
     module=__name__,
+    whole=True,
 )
 
 
