@@ -8,7 +8,7 @@ the results table (markdown, CSV), the comparison tables per protocol beside the
 reports/README.md, an index of all of it; and publishes byte-for-byte copies of the inputs a reader wants
 beside them (reports/train_logs, metrics, spectra, per_class, subproblems, ablations, lanml, tuned, tuning:
 pipeline/reporting/publish.py); the headline metrics beside them are the evaluate stage's. The pages:
-pipeline/reporting/pages.py; every file is replaced atomically.
+pipeline/reporting/pages/ (one module per page); every file is replaced atomically.
 """
 
 from pathlib import Path

@@ -63,22 +63,20 @@ def test_experiment_runs_is_composed_from_the_lists_and_a_stale_one_stops():
 def test_the_ablation_stages_and_figures_are_the_families():
     """dvc.yaml runs one ablation stage per family with an ablation study (its record's `ablation`), and the report
     stage declares, as outputs and plots, every figure those records draw: a family brings its own."""
-    from pipeline.reporting.pages import figure_names
+    from pipeline.reporting.pages import report_files
     from pipeline.studies import ablation
 
     dvc = yaml.safe_load((ROOT / "dvc.yaml").read_text())
     assert dvc["stages"]["ablation"]["matrix"]["study"] == list(ablation.studies()) == ["ccp", "profs"]
     outs = {next(iter(o)) if isinstance(o, dict) else o for o in dvc["stages"]["report"]["outs"]}
-    assert {f"reports/figures/{name}.png" for name in figure_names()} <= outs
-    drawn = {f.file for name in ablation.studies() for f in ablation.study(name).figures}
-    assert drawn == {"ccp_proxies_pool", "ccp_lambda", "profs_lambda", "profs_m"}
-    assert {f"reports/figures/{name}.png" for name in drawn} <= set(dvc["plots"])
+    drawn = {f"reports/figures/{f.file}.png" for name in ablation.studies() for f in ablation.study(name).figures}
+    assert drawn == {f"reports/figures/{n}.png" for n in ("ccp_proxies_pool", "ccp_lambda", "profs_lambda", "profs_m")}
+    assert drawn <= {f"reports/{f}" for f in report_files()} <= outs and drawn <= set(dvc["plots"])
 
 
-def test_a_familys_own_report_part_is_found_by_its_section():
-    """pipeline/reporting/families/<section>.py: CCP's figures, page and paragraphs, registered under its section."""
-    from pipeline.reporting.families import family_reports
-    from pipeline.reporting.pages import figure_names
+def test_a_familys_own_report_part_is_its_page_named_by_its_section():
+    """pipeline/reporting/pages/<section>.py: CCP's figures, page and paragraphs, a report page like any other."""
+    from pipeline.reporting.pages import figure_names, pages
 
-    reports = family_reports()
-    assert [r.section for r in reports] == ["ccp"] and set(reports[0].figures) <= set(figure_names())
+    (ccp,) = [p for p in pages() if p.name in families()]
+    assert ccp.name == "ccp" and set(ccp.figures) <= set(figure_names()) and "ccp_subproblems.md" in ccp.outputs

@@ -12,7 +12,9 @@ import yaml
 
 from pipeline.orchestration import fanout
 from pipeline.reporting.names import label
+from pipeline.reporting.pages import figure_names, report_files
 from tests.conftest import ONE_PROCESS, ROOT, TINY_OVERRIDES, merge, write_params_like_dvc
+from tests.test_report_pages import dvc_outs
 
 pytestmark = pytest.mark.slow
 DVC = [sys.executable, "-m", "dvc"]
@@ -79,19 +81,6 @@ def repo(tmp_path_factory):
 
 
 RUNS = ("ms", "proxy_anchor", "c2_loss_proxy", "c2_ccp", "ms_plain", "ms_profs_hncm")
-FIGURES = (
-    "tuning_history",
-    "validation_curves",
-    "ccp_proxies_pool",
-    "ccp_lambda",
-    "profs_lambda",
-    "profs_m",
-    "ccp_loss_proxy_vs_ccp",
-    "ccp_steps_per_projection",
-    "ccp_subproblems",
-    "spectrum",
-    "ccp_poc",
-)
 
 
 def test_repro_builds_every_output(repo):
@@ -130,8 +119,13 @@ def test_repro_builds_every_output(repo):
         for fold, seed in ((0, 0), (1, 0), (0, 1), (1, 1)):  # folds x seeds
             assert (reports / "train_logs" / method / f"fold-{fold}-seed-{seed}.csv").read_text().startswith("epoch,")
     assert "pixels (raw grey intensities" in results
-    for name in FIGURES:
+    for name in figure_names():  # the report's page records (pipeline/reporting/pages) and the poc stage's figure
         assert (reports / "figures" / f"{name}.png").stat().st_size > 10_000, name
+    assert all((reports / f).exists() for f in report_files())
+    dvc = yaml.safe_load((repo / "dvc.yaml").read_text())
+    declared = {repo / o for s in dvc["stages"].values() for o in dvc_outs(s) if o.startswith("reports/")}
+    written = [p for p in reports.rglob("*") if p.is_file() and "emoji" not in p.parts]  # emoji: the companion's
+    assert [p for p in written if not {p, *p.parents} & declared] == []  # no page writes what dvc.yaml misses
     for protocol in ("mlrc", "conventional"):
         for suffix in (".md", ".csv", ".tex"):
             text = (reports / "tables" / f"{protocol}_digit_pairs{suffix}").read_text()
@@ -156,7 +150,7 @@ def test_repro_builds_every_output(repo):
     assert "No run was tuned (`tune.trials` is 0" in (reports / "tuning.md").read_text()
     assert "as written in params.yaml (`tune.trials` 0" in claims  # the tiny config's patience / max epochs
     assert (reports / "per_class" / "c2_ccp.csv").read_text().startswith("class,queries,fold_0_seed_0:map_at_r,")
-    assert all(f"figures/{name}.png" in index for name in FIGURES)
+    assert all(f"figures/{name}.png" in index for name in figure_names())
     for method in RUNS:  # what each run retrieves and its map, published and linked from the index
         for kind in ("retrieval", "maps"):
             assert (reports / "pictures" / kind / f"{method}.png").stat().st_size > 3_000, (kind, method)

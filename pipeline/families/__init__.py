@@ -94,7 +94,9 @@ class Family:
     - own_budget: the section's max_epochs / patience (0: train's) are the family's training budget;
     - check: a cross-field rule on the whole params, returning a problem ``"<key>: ..."`` or None;
     - claims: the papers' claims about its runs, for the whole params (its losses configured, the batch);
-    - ablation: its ablation study, if it has one.
+    - ablation: its ablation study, if it has one;
+    - runs_text: how reports/results.md introduces its runs (their names and what each variant is);
+    - stopping_text: where its runs may take the early stop, for reports/budgets.md (empty: at any epoch).
     """
 
     section: str
@@ -108,6 +110,8 @@ class Family:
     check: Callable[[Any], str | None] = field(default=lambda params: None)
     claims: Callable[[Any], list[Claim]] = field(default=lambda params: [])
     ablation: Ablation | None = None
+    runs_text: str = ""
+    stopping_text: str = ""
 
     def trained_variants(self, cfg) -> list[str]:
         """The variants section `cfg` trains, in run order."""

@@ -221,5 +221,9 @@ FAMILY = register_family(
         check=_check,
         claims=_claims,
         ablation=ABLATION,
+        runs_text="CCP family `<loss>_<variant>` (batch: the loss on in-batch pairs; loss_proxy: one proxy-DML, "
+        "Loss-Proxy of CCP Fig. 4a; ccp: Algorithm 1; sample_ccp: sample anchors)",
+        stopping_text="CCP takes the stop only at the end of a sub-problem (a sub-problem ends after ccp.patience "
+        "epochs without improvement)",
     )
 )

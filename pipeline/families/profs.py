@@ -189,5 +189,8 @@ FAMILY = register_family(
         check=_check,
         claims=_claims,
         ablation=ABLATION,
+        runs_text="PROFS family `<loss>_<variant>` (plain: the loss on ordinary batches; profs: Algorithm 1 with "
+        "class representatives; profs_hncm: with hard negative class mining)",
+        stopping_text="PROFS only at the end of an epoch in which a projection ended",
     )
 )

@@ -1,5 +1,5 @@
-"""reports/README.md: what was run, links to every table and figure, and what they show (each ablation's paragraphs
-are its family's, pipeline/families)."""
+"""reports/README.md, the index of the report's pages (pipeline/reporting/pages): the claims' verdicts, what was run,
+each page's links and figures, and the paragraphs that say what the figures show."""
 
 from __future__ import annotations
 
@@ -8,24 +8,12 @@ import json
 import platform
 from importlib.metadata import PackageNotFoundError, version
 
-import pandas as pd
-from jinja2 import Environment, PackageLoader, StrictUndefined
-
 from pipeline import numerics
 from pipeline.config import to_dict
 from pipeline.params.root import Params
-from pipeline.reporting.families import family_reports
 from pipeline.reporting.names import label
-from pipeline.studies import ablation
+from pipeline.reporting.render import render
 
-# reports/README.md's text (pipeline/reporting/templates/index.md.j2): a block tag's own line leaves no blank line
-TEMPLATES = Environment(
-    loader=PackageLoader("pipeline.reporting", "templates"),
-    trim_blocks=True,
-    lstrip_blocks=True,
-    keep_trailing_newline=True,
-    undefined=StrictUndefined,
-)
 PACKAGES = ("torch", "pytorch-metric-learning", "faiss-cpu", "scikit-learn", "metric-learn", "cvxpy", "numpy", "dvc")
 
 
@@ -65,20 +53,11 @@ def forest_panels(params) -> list[str]:
     return [params.data.name, *(c.split("=", 1)[0] for c in params.report.companions)]
 
 
-def index_markdown(
-    params, inputs: dict, context: str, tables: list[str], claims: pd.DataFrame, figures: tuple[str, ...]
-) -> str:
-    """reports/README.md: the claims' verdicts, what was run, links to every table, figure and picture, and what
-    the figures show."""
-    paragraphs = [
-        p for name in ablation.studies() for p in ablation.study(name).paragraphs(inputs.ablations[name], params)
-    ]
-    paragraphs += [p for report in family_reports() for p in report.paragraphs(params, inputs)]
-    paragraphs.append(
-        "**Singular value spectrum (Revisiting section 5)** — `figures/spectrum.png`: ρ(Φ) "
-        + ", ".join(f"{r} {v:.3f}" for r, v in inputs.spectral_decay.items())
-        + "; the Revisiting paper links lower ρ (a flatter spectrum) to better generalisation."
-    )
+def index_markdown(params, inputs, context: str, parts: list, figures: tuple[str, ...]) -> str:
+    """reports/README.md from the pages in report order, each given as (page, the inputs it reads, what its `write`
+    returned), and the figures they list: the claims' verdicts, what was run, each page's links, every figure and
+    picture, and what the figures show."""
+    claims = next(result for page, _, result in parts if page.name == "claims")
     verdicts = "\n".join(
         f"- {r.claim} ({r.source}): **{r.verdict}**"
         + (" (fragile)" if r.fragile else "")
@@ -86,7 +65,8 @@ def index_markdown(
         for _, r in claims.iterrows()
     )
     panels = forest_panels(params)
-    return TEMPLATES.get_template("index.md.j2").render(
+    return render(
+        "index.md.j2",
         panels=" and ".join(f"`{name}`" for name in panels) + " side by side" if len(panels) > 1 else f"`{panels[0]}`",
         verdicts=verdicts,
         context=context,
@@ -96,9 +76,8 @@ def index_markdown(
         lanml=params.lanml.datasets,
         software=versions(),
         pinned=", ".join(f"`{k}={v}`" for k, v in numerics.settings().items()),
-        tables=tables,
-        family_pages=[page for report in family_reports() for page in report.pages],
-        figures=[*figures, "ccp_poc"],
+        links=[line for page, _, result in parts for line in page.links(params, result)],
+        figures=figures,
         pictures=pictures_markdown(params, inputs),
-        paragraphs=paragraphs,
+        paragraphs=[p for page, seen, _ in parts for p in page.paragraphs(params, seen)],
     )

@@ -1,6 +1,6 @@
-"""The CCP family's part of the report: Loss-Proxy vs CCP (CCP Fig. 4a), steps per projection (Fig. 4b), the
-covering radius over sub-problems, the sub-problem page (reports/ccp_subproblems.md) and the 2-D proof of concept's
-paragraph (Fig. 2)."""
+"""The CCP family's part of the report (a family's page is named by its params section): Loss-Proxy vs CCP (CCP
+Fig. 4a), steps per projection (Fig. 4b), the covering radius over sub-problems, the sub-problem page
+(reports/ccp_subproblems.md) and the paragraph on the 2-D proof of concept (Fig. 2, drawn by the poc stage)."""
 
 from __future__ import annotations
 
@@ -9,12 +9,13 @@ from pathlib import Path
 from pipeline.families.ccp import FAMILY as CCP
 from pipeline.infra.io import write_text
 from pipeline.reporting import figures
-from pipeline.reporting.families import FamilyReport, register_report
+from pipeline.reporting.pages import Page, register_page
+from pipeline.reporting.render import render
 from pipeline.reporting.subproblems import detail_markdown, summary_markdown
 from pipeline.runs import model_ids
 
 
-def _write(params, inputs, out: Path, context: str) -> None:
+def _write(params, inputs, out: Path, context: str, done: dict) -> None:
     fig = out / "figures"
     variants = [v for v in CCP.variants if v in CCP.trained_variants(params.ccp)]
     figures.variants_figure(
@@ -31,25 +32,19 @@ def _write(params, inputs, out: Path, context: str) -> None:
 
 def _write_subproblems(params, inputs, out: Path, context: str) -> None:
     rows, decimals = inputs.subproblems, params.report.decimals
-    text = (
-        "# CCP sub-problems\n\n"
-        + context
-        + "- a sub-problem (projection) ends after `ccp.patience` epochs without validation MAP@R improvement; "
-        "loss_proxy runs have one sub-problem\n"
-        "- covering radius (CCP Prop. 4.2, Cor. 4.3): per class, the largest distance from a training sample "
-        "to its nearest same-class proxy, at the end of the sub-problem; max and mean over classes\n"
-        "- proxy shift: the distance of each proxy from the position K-center gave it (in the normalised "
-        "embedding space the loss uses), after the sub-problem's first epoch and at its end; mean over proxies "
-        "(and sub-problems), max over all; a shift near the covering radius means the K-center choice is gone\n"
-        "- proxies learn at train.lr x ccp.proxy_lr_multiplier = "
-        f"{params.train.lr * params.ccp.proxy_lr_multiplier:g}; "
-        f"their Adam moments are {'reset' if params.ccp.reset_proxy_optimizer else 'kept'} at a re-initialisation\n\n"
-        "## Summary over folds\n\n" + summary_markdown(rows, decimals)
-    )
+    detail = ""
     if inputs.alternating_runs and not rows.empty:
-        text += "\n## Every sub-problem of the first model\n\n" + "\n".join(
+        detail = "\n## Every sub-problem of the first model\n\n" + "\n".join(
             detail_markdown(rows, r, *model_ids(params)[0], decimals) for r in inputs.alternating_runs
         )
+    text = render(
+        "ccp_subproblems.md.j2",
+        context=context,
+        proxy_lr=f"{params.train.lr * params.ccp.proxy_lr_multiplier:g}",
+        moments="reset" if params.ccp.reset_proxy_optimizer else "kept",
+        summary=summary_markdown(rows, decimals),
+        detail=detail,
+    )
     write_text(out / "ccp_subproblems.md", text)
 
 
@@ -87,12 +82,16 @@ def _paragraphs(params, inputs) -> list[str]:
     return paragraphs
 
 
-register_report(
-    FamilyReport(
-        section="ccp",
-        figures=("ccp_loss_proxy_vs_ccp", "ccp_steps_per_projection", "ccp_subproblems"),
+register_page(
+    Page(
+        name="ccp",
+        order=60,
+        reads=("map_at_r", "alternating_rows", "alternating_runs", "subproblems", "poc"),
+        outputs=("ccp_subproblems.md",),
         write=_write,
+        figures=("ccp_loss_proxy_vs_ccp", "ccp_steps_per_projection", "ccp_subproblems"),
+        shows=("ccp_poc",),
+        links=lambda params, result: ["[ccp_subproblems.md](ccp_subproblems.md): CCP sub-problem diagnostics"],
         paragraphs=_paragraphs,
-        pages=(("ccp_subproblems.md", "CCP sub-problem diagnostics"),),
     )
 )

@@ -1,0 +1,36 @@
+"""reports/tuning.md: MLRC's tuning step per run (the values it trained at, its search, the best validation
+MAP@R)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from pipeline.infra.io import write_text
+from pipeline.reporting import tuning
+from pipeline.reporting.pages import Page, register_page
+from pipeline.reporting.render import render
+
+
+def write(params, inputs, out: Path, context: str, done: dict) -> None:
+    text = render(
+        "tuning.md.j2",
+        context=context,
+        sampler=params.tune.sampler.upper(),
+        startup=params.tune.startup_trials,
+        table=tuning.tuning_markdown(params, inputs.tuning, params.report.decimals),
+    )
+    write_text(out / "tuning.md", text)
+
+
+register_page(
+    Page(
+        name="tuning",
+        order=33,
+        reads=("tuning",),
+        outputs=("tuning.md",),
+        write=write,
+        links=lambda params, result: [
+            "[tuning.md](tuning.md): the hyperparameters each run trained at, tuned on the validation folds"
+        ],
+    )
+)
