@@ -10,6 +10,15 @@ from pipeline.reporting import tuning
 from pipeline.reporting.pages import Page, register_page
 from pipeline.reporting.render import render
 
+OWN = (
+    "every run searches every key it uses in a study of its own (`tune.inherit` is empty: no run trains at values "
+    "another run's study chose)"
+)
+SHARED = (
+    'the runs named in `tune.inherit` train at the values of the run they inherit from ("from" rows) and search only '
+    "their own keys; claims.md reads their claims untuned"
+)
+
 
 def write(params, inputs, out: Path, context: str, done: dict) -> None:
     text = render(
@@ -17,6 +26,7 @@ def write(params, inputs, out: Path, context: str, done: dict) -> None:
         context=context,
         sampler=params.tune.sampler.upper(),
         startup=params.tune.startup_trials,
+        sharing=SHARED if params.tune.inherit else OWN,
         table=tuning.tuning_markdown(params, inputs.tuning, params.report.decimals),
     )
     write_text(out / "tuning.md", text)
