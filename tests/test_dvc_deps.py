@@ -114,13 +114,20 @@ def test_a_registry_package_brings_every_module_beside_its_init_and_a_plain_pack
     assert not {"pipeline/plain/one.py", "pipeline/plain/two.py"} & got
 
 
-def test_a_package_brings_its_templates(tmp_path):
-    """The report's pages read pipeline/reporting/templates: a package's templates/ files go with its __init__."""
+def test_a_module_that_loads_templates_brings_them_and_no_other_module_does(tmp_path):
+    """pipeline/reporting/render.py reads pipeline/reporting/templates: its `PackageLoader` names them, so a template
+    is code of the stages that import render.py, not of every stage that imports the package."""
     _project(tmp_path)
     (tmp_path / "pipeline/sub/templates").mkdir()
     (tmp_path / "pipeline/sub/templates/page.md.j2").write_text("{{ x }}\n")
-    (tmp_path / "pipeline/templates").mkdir()  # pipeline/__init__.py's: the root package is imported too
+    assert "pipeline/sub/templates/page.md.j2" not in {p.as_posix() for p in closure("stages.run", tmp_path)}
+    (tmp_path / "pipeline/sub/c.py").write_text('from ..b import x\nT = PackageLoader("pipeline.sub", "templates")\n')
+    closure.cache_clear()
     assert "pipeline/sub/templates/page.md.j2" in {p.as_posix() for p in closure("stages.run", tmp_path)}
+    (tmp_path / "pipeline/sub/c.py").write_text("T = PackageLoader(NAME, 'templates')\n")
+    closure.cache_clear()
+    with pytest.raises(ValueError, match="c.py: PackageLoader needs a project package and a folder"):
+        closure("stages.run", tmp_path)
 
 
 def test_a_stages_fingerprint_changes_with_a_file_it_imports_and_only_then(tmp_path):

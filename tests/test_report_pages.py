@@ -85,3 +85,12 @@ def test_a_page_ordered_before_what_it_needs_is_refused(registry):
     registry.add("aa_unknown", _page("aa_unknown", 95, needs=("nope",)), "t")
     with pytest.raises(TypeError, match="needs unknown page"):
         pages()
+
+
+def test_a_page_module_is_code_of_the_report_stage_only():
+    """Adding or editing a page reruns the report stage and no other (the code stage's fingerprints,
+    pipeline/orchestration/dvc_deps.py: the pages package is a registry, so every module beside it is its code)."""
+    from pipeline.orchestration.dvc_deps import closure, stage_modules
+
+    for page in (Path("pipeline/reporting/pages/results.py"), Path("pipeline/reporting/templates/claims.md.j2")):
+        assert {m for m in stage_modules(ROOT / "dvc.yaml") if page in closure(m)} == {"stages.report"}, page

@@ -7,7 +7,9 @@ A stage's command runs `-m stages.<name>`; its code is every project module that
 function level, transitively, with the `__init__.py` of each package on the way (Python runs them); a registry
 package, whose `__init__.py` imports each module beside it at run time (`import_modules(__name__)` or a
 `Registry(__name__, ...)`, pipeline/infra/registry.py: pipeline/losses, miners, families, datasets, methods),
-brings all of them, and a package's `templates/` folder (pipeline/reporting/templates) brings its files.
+brings all of them, and a module that loads templates with jinja2's `PackageLoader("<package>", "<folder>")`
+(pipeline/reporting/render.py) brings that folder's files, so that editing a template reruns only the stages that
+render it.
 """
 
 from __future__ import annotations
@@ -64,6 +66,19 @@ def _discovers_modules(init: Path) -> bool:
     return False
 
 
+def _loaded_templates(path: Path, root: Path) -> list[Path]:
+    """The files of every folder `path` names in a `PackageLoader("<package>", "<folder>")` call."""
+    found: list[Path] = []
+    for node in ast.walk(ast.parse(path.read_text(), filename=str(path))):
+        if isinstance(node, ast.Call) and getattr(node.func, "id", None) == "PackageLoader" and len(node.args) == 2:
+            package, folder = (a.value if isinstance(a, ast.Constant) else None for a in node.args)
+            init = module_file(package, root) if isinstance(package, str) else None
+            if init is None or init.name != "__init__.py" or not isinstance(folder, str):
+                raise ValueError(f"{path}: PackageLoader needs a project package and a folder, as string literals")
+            found += [p for p in (init.parent / folder).rglob("*") if p.is_file()]
+    return found
+
+
 @cache
 def closure(module: str, root: Path = ROOT) -> frozenset[Path]:
     """The project files (relative to `root`) that running `python -m <module>` can import."""
@@ -79,8 +94,7 @@ def closure(module: str, root: Path = ROOT) -> frozenset[Path]:
             seen.add(path)
             package = ".".join(parts[:i]) if path.name == "__init__.py" else ".".join(parts[: i - 1])
             todo.extend(_imported_names(path, package))
-            if path.name == "__init__.py":  # a package's templates are read by its modules (the report's pages)
-                seen.update(p for p in (path.parent / "templates").glob("*") if p.is_file())
+            seen.update(_loaded_templates(path, root))
             if path.name == "__init__.py" and _discovers_modules(path):
                 todo.extend(f"{package}.{p.stem}" for p in path.parent.glob("*.py") if p.name != "__init__.py")
     return frozenset(p.relative_to(root) for p in seen)
