@@ -30,6 +30,7 @@ from pipeline.runs import run_record
 from pipeline.studies.tuning import (
     completed_trials,
     finished_study,
+    key_limits,
     run_study,
     study_record,
     tuning_order,
@@ -45,6 +46,7 @@ def record(params, name: str, inherited: dict, args, workers: Workers) -> dict:
     base = {
         "run": name,
         "space": to_dict(space),
+        "limits": {key: list(key_limits(params, key)) for key in space},  # the schema's bounds: reporting at_limit
         "inherits": params.tune.inherit.get(name),
         "inherited": inherited,
         "trials": 0,

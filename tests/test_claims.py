@@ -380,6 +380,21 @@ def test_a_search_at_a_range_end_or_still_improving_leaves_the_tuning_unfinished
     assert claim_tuning({"a": a, "b": study("b", 20, {"y": 4.0}, best_trial=15)}, "a", "b") == ("", "")
 
 
+def test_a_best_value_at_the_keys_own_limit_is_no_clipped_search():
+    """A range end that is the bound the schema puts on the key (stages/tune.py `limits`) has nothing beyond it:
+    the other end, or an end that is no limit, still counts."""
+    from pipeline.reporting.tuning import claim_tuning
+
+    a = study("a", 20, {"x": 5.0}, best_trial=3)
+    floor = study("b", 20, {"y": 0.2}, best_trial=3)  # within 5% of the low end 0
+    floor["limits"] = {"y": [0.0, None]}  # y >= 0, as a margin
+    assert claim_tuning({"a": a, "b": floor}, "a", "b") == ("", "")
+    floor["limits"] = {"y": [None, 10.0]}  # a limit at the other end only
+    assert claim_tuning({"a": a, "b": floor}, "a", "b") == ("tuning unfinished", "b: y at its low end")
+    floor["limits"] = {"y": [-1.0, None]}  # a limit below the range: the range stopped short of it
+    assert claim_tuning({"a": a, "b": floor}, "a", "b") == ("tuning unfinished", "b: y at its low end")
+
+
 def test_the_tuning_rule_replaces_verdicts_and_leaves_them_out_of_holm():
     """Two reproduced claims (each alone p < 0.05); b's arm is untuned, so its claim reads untuned, has no p, and
     Holm's family is c's claim alone (its adjusted p is its own)."""

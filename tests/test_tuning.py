@@ -390,6 +390,12 @@ def test_the_tuning_report_shows_used_written_and_inherited_values(tiny_params, 
         "`c2_ccp` `ccp.c2.beta` (high)." in flagged.replace("\n", " ")
     )
     assert runs_at_range_ends(tiny_params, records) == {"c2_batch": ["ccp.c2.beta"], "c2_ccp": ["ccp.c2.beta"]}
+    records[0]["limits"] = {"ccp.c2.beta": [None, 0.6]}  # were 0.6 the key's own limit: the loss's edge
+    at_limit = tuning_markdown(tiny_params, records, 2)
+    assert "| [0.3, 0.6] at its high end, the key's own limit | 45.00 |" in at_limit
+    assert "from `c2_batch` at its high end, the key's own limit |" in at_limit
+    assert "Best value within 5% of an end of its range" not in at_limit
+    assert "range end that is the key's own limit" in at_limit and not runs_at_range_ends(tiny_params, records)
     history_figure(records, 1, tmp_path / "history.png")
     history_figure(records[2:], 1, tmp_path / "none.png")
     assert (tmp_path / "history.png").stat().st_size > 10_000 and (tmp_path / "none.png").is_file()
@@ -412,6 +418,20 @@ def test_a_best_value_at_an_end_of_its_range_is_flagged_on_the_samplers_scale(va
     from pipeline.reporting.tuning import range_end
 
     assert range_end(value, dim) == end
+
+
+def test_a_keys_limits_are_the_bounds_its_schema_puts_on_it(tiny_params):
+    """pipeline/studies/tuning.py key_limits: pydantic's ge / gt and le / lt of the field a dotted key names."""
+    from pipeline.studies.tuning import key_limits
+
+    assert key_limits(tiny_params, "baselines.r_margin_d.loss.margin") == (0.0, None)  # Field(ge=0.0)
+    assert key_limits(tiny_params, "baselines.anml_lifted.loss.lambda2") == (-1.0, 1.0)  # a cosine radius
+    assert key_limits(tiny_params, "ccp.lambda") == (0.0, None)  # a YAML key that is a Python keyword
+    assert key_limits(tiny_params, "ccp.c2.beta") == (0.0, None)  # Field(gt=0.0): a bound no range reaches
+    for space in tiny_params.tune.spaces.values():  # the tune stage records every searched key's limits
+        for key, dim in space.items():
+            low, high = key_limits(tiny_params, key)
+            assert (low is None or low <= dim.low) and (high is None or dim.high <= high), (key, dim)
 
 
 def _study(run: str, scores: list[float], inherits: str | None = None, values: bool = True) -> dict:

@@ -31,20 +31,31 @@ def range_end(value: float, dim: dict) -> str:
     return "low" if position <= EDGE else ("high" if position >= 1 - EDGE else "")
 
 
-def _searched_range(by_run: dict[str, dict], run: str, key: str) -> dict | None:
-    """The range `key` was searched on: in `run`'s own study or in the nearest run it inherits from."""
+def at_limit(record: dict, key: str, end: str) -> bool:
+    """Whether the `end` ("low" / "high") of `key`'s range in `record`'s study is the key's own limit, the bound
+    the schema puts on it (stages/tune.py `limits`: a margin's 0, a cosine radius's 1): the search covered the
+    key's whole domain on that side, so a best value there is the loss's edge, not a clipped search."""
+    limits = record.get("limits", {}).get(key)
+    if not end or not limits:
+        return False
+    limit = limits[0 if end == "low" else 1]
+    return limit is not None and limit == record["space"][key][end]
+
+
+def _searching_record(by_run: dict[str, dict], run: str, key: str) -> dict | None:
+    """The record of the study that searched `key` for `run`: its own or the nearest run's it inherits from."""
     record = by_run.get(run)
     while record is not None:
         if key in record["space"] and record["trials"] > 0:
-            return record["space"][key]
+            return record
         record = by_run.get(record["inherits"])
     return None
 
 
 def tuning_frame(params: Params, records: list[dict]) -> pd.DataFrame:
     """One row per run and tuned or inherited key: the written value (params.yaml's: what the
-    run trains at without tuning) and the used one, the range, the study's best, and the end of the range
-    (its own or its source's) the value lies at, if any."""
+    run trains at without tuning) and the used one, the range, the study's best, the end of the range (its own
+    or its source's) the value lies at, if any, and whether that end is the key's own limit (`at_limit`)."""
     written = to_dict(params)
     by_run = {r["run"]: r for r in records}
     rows = []
@@ -52,7 +63,8 @@ def tuning_frame(params: Params, records: list[dict]) -> pd.DataFrame:
         best = None if r["best_val_map_at_r"] is None else 100 * r["best_val_map_at_r"]
         for key, value in r["values"].items():
             own = key in r["space"] and r["trials"] > 0
-            searched = _searched_range(by_run, r["run"], key)
+            source = _searching_record(by_run, r["run"], key)
+            end = range_end(value, source["space"][key]) if source else ""
             rows.append(
                 {
                     "run": r["run"],
@@ -63,10 +75,22 @@ def tuning_frame(params: Params, records: list[dict]) -> pd.DataFrame:
                     "best_val_map_at_r": best if own else np.nan,
                     "trials": r["trials"] if own else 0,
                     "best_trial": r.get("best_trial") if own else None,
-                    "range_end": range_end(value, searched) if searched else "",
+                    "range_end": end,
+                    "at_limit": bool(source) and at_limit(source, key, end),
                 }
             )
-    columns = ["run", "key", "written", "used", "range", "best_val_map_at_r", "trials", "best_trial", "range_end"]
+    columns = [
+        "run",
+        "key",
+        "written",
+        "used",
+        "range",
+        "best_val_map_at_r",
+        "trials",
+        "best_trial",
+        "range_end",
+        "at_limit",
+    ]
     return pd.DataFrame(rows, columns=columns)
 
 
@@ -108,8 +132,9 @@ UNFINISHED = "tuning unfinished"
 def study_flaw(record: dict | None) -> tuple[str, list[str]]:
     """What keeps a run's tuning from counting under the equal-effort rule (MLRC; issue 62): (UNTUNED, why) when it
     has no study of its own or trains at values another run's study chose; (UNFINISHED, why) when a value of its
-    study lies within EDGE of an end of its range, its best trial is among the last LATE share of its trials
-    (`late_studies`) or a trial was cut by the epoch cap (`capped_trials`); ("", []) when none of these."""
+    study lies within EDGE of an end of its range that is not the key's own limit (`at_limit`), its best trial is
+    among the last LATE share of its trials (`late_studies`) or a trial was cut by the epoch cap
+    (`capped_trials`); ("", []) when none of these."""
     if record is None:
         return UNTUNED, ["no tuning record"]
     if record["inherited"]:
@@ -120,7 +145,7 @@ def study_flaw(record: dict | None) -> tuple[str, list[str]]:
     why = [
         f"{key} at its {end} end"
         for key, value in record["values"].items()
-        if key in record["space"] and (end := range_end(value, record["space"][key]))
+        if key in record["space"] and (end := range_end(value, record["space"][key])) and not at_limit(record, key, end)
     ]
     late = late_studies([record]).get(record["run"])
     if late:
@@ -172,20 +197,29 @@ def tuning_markdown(params: Params, records: list[dict], decimals: int) -> str:
         previous = row.run
         score = f"{row.best_val_map_at_r:.{decimals}f}" if np.isfinite(row.best_val_map_at_r) else ""
         trials = f"{row.trials} ({int(row.best_trial)})" if row.trials else ""
-        end = f" **at its {row.range_end} end**" if row.range_end else ""
+        end = f" **at its {row.range_end} end**" if row.range_end and not row.at_limit else ""
+        end = f" at its {row.range_end} end, the key's own limit" if row.at_limit else end
         lines.append(
             f"| {'`' + row.run + '`' if first else ''} | `{row.key}` | {row.written:.4g} | **{row.used:.4g}** "
             f"| {row.range}{end} | {score} | {trials} |"
         )
     text = "\n".join(lines) + "\n"
-    at_end = frame[frame.range_end != ""]
+    at_end = frame[(frame.range_end != "") & ~frame.at_limit]
     if len(at_end):
         text += (
             f"\nBest value within {EDGE:.0%} of an end of its range (on the sampler's scale): "
             + ", ".join(f"`{row.run}` `{row.key}` ({row.range_end})" for row in at_end.itertuples())
-            + ". The optimum may lie beyond it, so a claim on such a run is measured at a clipped search, unless"
-            " the end is a limit of the key itself (a margin of unit vectors beyond distance 2, a rate of 0): widen"
-            " the range in `tune.spaces` (a changed space starts a new study).\n"
+            + ". The optimum may lie beyond it, so a claim on such a run is measured at a clipped search: widen the"
+            " range in `tune.spaces` (a changed space starts a new study).\n"
+        )
+    at_limit_rows = frame[frame.at_limit]
+    if len(at_limit_rows):
+        text += (
+            f"\nBest value within {EDGE:.0%} of a range end that is the key's own limit (the bound its schema puts"
+            " on it, where the loss stops meaning what it says: a margin below 0, a cosine radius above 1): "
+            + ", ".join(f"`{row.run}` `{row.key}` ({row.range_end})" for row in at_limit_rows.itertuples())
+            + ". The search covered the key's whole domain on that side, so no wider range exists; the value is"
+            " the loss's edge, not a clipped search, and does not make the tuning unfinished.\n"
         )
     late = late_studies(records)
     if late:
@@ -252,7 +286,8 @@ def history_figure(records: list[dict], startup_trials: int, path: Path) -> None
 
 
 def runs_at_range_ends(params: Params, records: list[dict]) -> dict[str, list[str]]:
-    """Per run, the keys whose used value (tuned or inherited) lies at an end of the range it was searched on."""
+    """Per run, the keys whose used value (tuned or inherited) lies at an end of the range it was searched on that
+    is not the key's own limit (`at_limit`)."""
     frame = tuning_frame(params, records)
-    frame = frame[frame.range_end != ""]
+    frame = frame[(frame.range_end != "") & ~frame.at_limit]
     return {run: list(group.key) for run, group in frame.groupby("run", sort=False)}

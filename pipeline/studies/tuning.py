@@ -50,7 +50,7 @@ from pathlib import Path
 
 import numpy as np
 
-from pipeline.config import ParamsError, apply_values, to_dict
+from pipeline.config import ParamsError, apply_values, field_name, to_dict
 from pipeline.config.tune import SearchDim
 from pipeline.infra.parallel import Workers
 from pipeline.infra.runtime import derive_seed
@@ -76,6 +76,20 @@ _LOCATIONS = ("source", "download_dir", "mirror")  # where the data set's files 
 # settings added after studies were recorded (studies/), named only where they differ from their default, which
 # is what every earlier study ran with: adding a setting keeps the finished studies
 _NAMED_WHEN_CHANGED = {"data": {"background": "white"}}
+
+
+def key_limits(params: Params, key: str) -> tuple[float | None, float | None]:
+    """The bounds the schema itself puts on a searched dotted key (pydantic's ``ge``/``gt`` and ``le``/``lt``;
+    None where it puts none): where the key stops meaning what its loss says (a margin below 0, a cosine radius
+    above 1), so a search range may end there without having stopped short (pipeline/reporting/tuning.py)."""
+    *path, last = key.split(".")
+    node = params
+    for part in path:
+        node = node[part] if isinstance(node, dict) else getattr(node, field_name(part))
+    info = type(node).__pydantic_fields__[field_name(last)]
+    low = [getattr(m, bound) for m in info.metadata for bound in ("ge", "gt") if hasattr(m, bound)]
+    high = [getattr(m, bound) for m in info.metadata for bound in ("le", "lt") if hasattr(m, bound)]
+    return (max(low) if low else None, min(high) if high else None)
 
 
 def tuning_order(params: Params) -> list[str]:
