@@ -10,11 +10,13 @@ retrains it). A run without a space trains at the values it inherits, or at para
 the digit default, keeps today's behaviour). `<records>/<run>.json` holds the search space, the inherited values,
 the best trial and every trial (the report's table and optimisation-history figure).
 
-Progress that survives the machine: as soon as a study finishes, its record is also written to
-`<finished>/<study name>.json` (dvc.yaml: `studies/<data.name>/`, tracked in git, a few kilobytes), and a study
-whose record is there is not run again (pipeline/studies/tuning.py finished_study). A long tune (the emoji default's 22
-studies) can be stopped at any point, its finished studies committed, and taken up on another machine; only the
-study in progress is lost there (here its journal resumes it). The fold models of every trial train in one set of
+Progress that survives the machine: after every trial the study's record is also written to
+`<finished>/<study name>.json` (dvc.yaml: `studies/<data.name>/`, tracked in git, a few kilobytes). A study whose
+record holds `tune.trials` trials is not run again (pipeline/studies/tuning.py finished_study); one whose record
+holds fewer (stopped mid-study, or finished when fewer trials were asked) goes on from it on a machine without its
+journal (run_study `kept`: the trials are replayed, so the sampler proposes what it would have). A long tune (the
+emoji default's 29 studies) can be stopped at any point, its records committed, and taken up on another machine
+where it stopped, losing at most the trial that was running. The fold models of every trial train in one set of
 worker processes kept for the whole stage (pipeline/infra/parallel.py Workers).
 """
 
@@ -30,6 +32,7 @@ from pipeline.runs import run_record
 from pipeline.studies.tuning import (
     completed_trials,
     finished_study,
+    kept_study,
     key_limits,
     run_study,
     study_record,
@@ -68,25 +71,27 @@ def record(params, name: str, inherited: dict, args, workers: Workers) -> dict:
         ", ".join(space),
         f" at {base['inherits']}'s {inherited}" if inherited else "",
     )
+
+    def progress(study, values: dict, result) -> None:
+        trials = completed_trials(study)
+        pruned = " (pruned: the best so far)" if result.pruned else ""
+        log.info("%s: trial %d validation MAP@R %.4f at %s%s", name, len(trials) - 1, result.value, values, pruned)
+        # every trial into git's folder: committed, the study goes on from it on any machine (run_study `kept`)
+        write_json(finished / f"{study.study_name}.json", study_record(base, study.study_name, trials))
+
     study = run_study(
         fixed,
         name,
         validation_objective(fixed, name, args.data, args.features, workers),
         Path(args.studies) / f"{name}.journal",
         params.tune.trials,
-        progress=lambda n, values, result: log.info(
-            "%s: trial %d validation MAP@R %.4f at %s%s",
-            name,
-            n,
-            result.value,
-            values,
-            " (pruned: the best so far)" if result.pruned else "",
-        ),
+        progress=progress,
         inherited=inherited,
+        kept=kept_study(finished, fixed, name, inherited),  # in progress, or finished at fewer trials
     )
     # the first tune.trials trials: a journal that ran more (trials lowered since) still gives this study
     done = study_record(base, study.study_name, completed_trials(study)[: params.tune.trials])
-    write_json(finished / f"{study.study_name}.json", done)  # at once: a later interruption keeps this study
+    write_json(finished / f"{study.study_name}.json", done)
     return done
 
 
@@ -121,8 +126,8 @@ def configure(p):
     p.add_argument(
         "--finished",
         default="studies",
-        help="folder of finished studies' records, one <study name>.json each, kept in git (read before a study "
-        "runs, written as soon as it finishes)",
+        help="folder of the studies' records, one <study name>.json each, kept in git (read before a study runs, "
+        "written after every trial)",
     )
     p.add_argument("--out", default="data/tuned", help="folder of the values each run trains at, one JSON per run")
     p.add_argument(

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import json
 import shutil
 
 import numpy as np
@@ -169,8 +170,62 @@ def test_a_finished_study_is_taken_from_its_record_only_when_it_is_what_the_stud
     other = dataclasses.replace(tune_params, seed=tune_params.seed + 1)
     assert finished_study(tmp_path / "kept", asking(other, 5), "ms") is None  # another study
     (tmp_path / "kept" / f"{study.study_name}.json").write_text("{")
-    with pytest.raises(PipelineError, match=f"{study.study_name}.json: not a finished study's record"):
+    with pytest.raises(PipelineError, match=f"{study.study_name}.json: not a study's record"):
         finished_study(tmp_path / "kept", asking(tune_params, 5), "ms")
+
+
+def test_a_study_goes_on_from_its_record_where_its_journal_is_not(tune_params, tmp_path):
+    """run_study `kept`: a record (finished at fewer trials, or in progress) replayed into an empty journal gives the
+    uninterrupted study's trials, the sampler's model-based ones after it included (startup_trials 4)."""
+    from pipeline.studies.tuning import finished_study, kept_study, study_record
+
+    whole = completed_trials(run_study(tune_params, "ms", bowl, tmp_path / "a.journal", trials=10))
+    first = run_study(tune_params, "ms", bowl, tmp_path / "b.journal", trials=6)
+    kept = (first.study_name, completed_trials(first))
+    elsewhere = run_study(tune_params, "ms", bowl, tmp_path / "elsewhere.journal", trials=10, kept=kept)
+    assert completed_trials(elsewhere) == whole
+    # a journal that holds the study already goes on from itself (the record is not replayed twice)
+    assert completed_trials(run_study(tune_params, "ms", bowl, tmp_path / "b.journal", trials=10, kept=kept)) == whole
+    # kept_study finds a record short of tune.trials, which finished_study leaves
+    study_record_path = tmp_path / "kept" / f"{first.study_name}.json"
+    study_record_path.parent.mkdir()
+    study_record_path.write_text(json.dumps(study_record({"run": "ms", "inherited": {}}, *kept)))
+    asking = dataclasses.replace(tune_params, tune=dataclasses.replace(tune_params.tune, trials=10))
+    assert (
+        kept_study(tmp_path / "kept", asking, "ms") == kept and finished_study(tmp_path / "kept", asking, "ms") is None
+    )
+
+
+def test_the_tune_stage_keeps_every_trial_in_its_record_and_goes_on_from_it(tune_params, tmp_path, monkeypatch):
+    """stages/tune.py: after each trial the study's record (git's folder, `--finished`) holds every trial so far, so
+    a tune stopped mid-study goes on from the committed record on a machine without its journal, to the trials of
+    a tune that was never stopped."""
+    from argparse import Namespace
+
+    import stages.tune as tune
+
+    asking = dataclasses.replace(tune_params, tune=dataclasses.replace(tune_params.tune, trials=7))
+    monkeypatch.setattr(tune, "validation_objective", lambda *args: bowl)
+
+    def on(machine: str, finished: str) -> Namespace:
+        return Namespace(finished=str(tmp_path / finished), studies=str(tmp_path / machine), data="", features="")
+
+    whole = tune.record(asking, "ms", {}, on("a", "kept-a"), None)["history"]
+    calls = []
+
+    def stopped_at_the_third(values, floors=None):
+        calls.append(values)
+        if len(calls) == 3:
+            raise KeyboardInterrupt  # the machine went away during trial 2
+        return bowl(values)
+
+    monkeypatch.setattr(tune, "validation_objective", lambda *args: stopped_at_the_third)
+    with pytest.raises(KeyboardInterrupt):
+        tune.record(asking, "ms", {}, on("b", "kept-b"), None)
+    (record,) = (tmp_path / "kept-b").glob("*.json")
+    assert json.loads(record.read_text())["history"] == whole[:2]  # what a commit would keep
+    monkeypatch.setattr(tune, "validation_objective", lambda *args: bowl)
+    assert tune.record(asking, "ms", {}, on("c", "kept-b"), None)["history"] == whole  # another machine
 
 
 def test_changed_settings_start_a_new_study_and_more_trials_continue_one(tune_params):

@@ -17,7 +17,9 @@ created afresh, seeded from (seed, run, n), and sees the n completed trials befo
 interrupted and resumed proposes exactly what an uninterrupted one would, and the same params give the same
 trials. A trial that was running when its process died is marked failed on resume and redone. The study's
 name carries a fingerprint of every setting that changes what a trial measures, so changed params start a
-new study in the same file instead of mixing trials of two settings; raising `tune.trials` continues one.
+new study in the same file instead of mixing trials of two settings; raising `tune.trials` continues one. Where the
+journal is gone (another machine), a study's record (stages/tune.py writes it after every trial) is replayed into a
+new journal and the study goes on from it, trial for trial as if never stopped (`replay`).
 
 Pruning (`tune.pruner`, off unless its rule is set). A trial's fold models may be stopped early when they trail the
 study's completed trials on their fold (pipeline/training/pruning.py: the best validation MAP@R so far against a
@@ -195,12 +197,16 @@ def run_study(
     objective: Callable[[dict[str, float], dict[int, Floor] | None], TrialResult],
     storage: Path,
     trials: int,
-    progress: Callable[[int, dict, TrialResult], None] | None = None,
+    progress: Callable[[object, dict, TrialResult], None] | None = None,
     inherited: dict[str, float] | None = None,
+    kept: tuple[str, list[dict]] | None = None,
 ):
     """Finish `trials` trials (completed or pruned) of `run`'s study in the journal file `storage`, resuming what it
     already holds (``<name>-epochs<cap>`` instead when the epoch cap altered a trial of it, module docstring); returns
-    the Optuna study. `params` has the `inherited` values applied already (they name the study)."""
+    the Optuna study. `params` has the `inherited` values applied already (they name the study). `kept`
+    (`kept_study`: a record committed on another machine) is replayed into a journal that holds none of its study's
+    trials, so the study goes on from there (with pruning off: `replay`). `progress(study, values, result)` is
+    called after every trial."""
     import optuna
     from optuna.storages import JournalStorage
     from optuna.storages.journal import JournalFileBackend
@@ -214,6 +220,15 @@ def run_study(
     journal = JournalStorage(JournalFileBackend(str(storage)))
     cap = run_train_config(params, run).max_epochs
     name = study_name(params, run, inherited)
+    if kept is not None and params.tune.pruner.rule != "none":
+        log.info("%s: the record of %s is not replayed (pruning is on; it keeps no fold curves)", run, kept[0])
+    elif kept is not None:
+        study = optuna.create_study(study_name=kept[0], direction="maximize", load_if_exists=True, storage=journal)
+        if not study.get_trials(deepcopy=False):
+            log.info("%s: %d trials of %s replayed from its record", run, len(kept[1]), kept[0])
+            replay(study, kept[1], space)
+        if kept[0] != name:  # the record of <name>-epochs<cap>: the study that goes on
+            return _finish(study, params, run, space, objective, trials, progress)
     study = optuna.create_study(study_name=name, direction="maximize", load_if_exists=True, storage=journal)
     completed = study.get_trials(deepcopy=False, states=(TrialState.COMPLETE,))
     altered = [t.number for t in completed if not holds_under(t, cap)]
@@ -222,6 +237,14 @@ def run_study(
         study = optuna.create_study(
             study_name=f"{name}-epochs{cap}", direction="maximize", load_if_exists=True, storage=journal
         )
+    return _finish(study, params, run, space, objective, trials, progress)
+
+
+def _finish(study, params: Params, run: str, space: dict[str, SearchDim], objective, trials: int, progress):
+    """`run_study`'s loop: the interrupted trial marked failed, then trials until `trials` are completed or pruned."""
+    from optuna.trial import TrialState
+
+    cap = run_train_config(params, run).max_epochs
     for stale in study.get_trials(deepcopy=False, states=(TrialState.RUNNING,)):
         log.info("%s: trial %d was interrupted; marked failed and redone", run, stale.number)
         study.tell(stale.number, state=TrialState.FAIL)
@@ -244,7 +267,7 @@ def run_study(
             trial.set_user_attr("curves", [list(c) for c in result.curves])  # the later trials' floors
             study.tell(trial, result.value)
         if progress is not None:
-            progress(done, values, result)
+            progress(study, values, result)
     return study
 
 
@@ -268,13 +291,13 @@ def completed(history: list[dict]) -> list[dict]:
     return [t for t in history if t["val_map_at_r"] is not None]
 
 
-def finished_study(
+def kept_study(
     folder: Path, params: Params, run: str, inherited: dict[str, float] | None = None
 ) -> tuple[str, list[dict]] | None:
-    """The name and the `tune.trials` trials of `run`'s study kept in `folder` as ``<study name>.json`` (a record
-    of stages/tune.py) when they are what `run_study` would give now, else None: the same study name (every setting
-    that changes what a trial measures), at least that many trials (trial n depends only on the trials before it,
-    so a longer study's first trials are the shorter one) and the epoch cap rule of `run_study` (module docstring)."""
+    """The name and every trial of `run`'s study kept in `folder` as ``<study name>.json`` (a record of
+    stages/tune.py, finished or in progress) when its trials are what `run_study` would give now, else None: the
+    same study name (every setting that changes what a trial measures) and the epoch cap rule of `run_study`
+    (module docstring)."""
     from pipeline.infra.errors import PipelineError
     from pipeline.infra.io import read_json
 
@@ -288,15 +311,49 @@ def finished_study(
             record = read_json(path)
             history = record["history"]
         except (ValueError, KeyError, TypeError) as err:
-            raise PipelineError(
-                f"{path}: not a finished study's record ({err}); delete it to run the study again"
-            ) from err
-        if len(history) < params.tune.trials:
-            continue
+            raise PipelineError(f"{path}: not a study's record ({err}); delete it to run the study again") from err
         if candidate == name and not all(holds_under(t, cap) for t in history):
             continue
-        return candidate, history[: params.tune.trials]
+        return candidate, history
     return None
+
+
+def finished_study(
+    folder: Path, params: Params, run: str, inherited: dict[str, float] | None = None
+) -> tuple[str, list[dict]] | None:
+    """`kept_study`'s name and first `tune.trials` trials when it kept at least that many (trial n depends only on
+    the trials before it, so a longer study's first trials are the shorter one), else None."""
+    kept = kept_study(folder, params, run, inherited)
+    if kept is None or len(kept[1]) < params.tune.trials:
+        return None
+    return kept[0], kept[1][: params.tune.trials]
+
+
+def replay(study, history: list[dict], space: dict[str, SearchDim]) -> None:
+    """A kept record's trials added to the empty Optuna `study`, in the order they ran, as they ended (value or
+    pruned, the epoch cap attributes): trial n's sampler is seeded from n and sees only the trials before it, so
+    the study then proposes what the one that recorded them would have. The record keeps no fold curves, so the
+    pruning floors (`tune.pruner`) cannot be rebuilt: `run_study` replays only with pruning off."""
+    import optuna
+    from optuna.distributions import FloatDistribution, IntDistribution
+    from optuna.trial import TrialState
+
+    def distribution(dim: SearchDim):
+        if dim.integer:
+            return IntDistribution(int(dim.low), int(dim.high), log=dim.log)
+        return FloatDistribution(dim.low, dim.high, log=dim.log)
+
+    for t in history:
+        pruned = t.get("pruned", False)
+        study.add_trial(
+            optuna.trial.create_trial(
+                params=t["values"],
+                distributions={key: distribution(space[key]) for key in t["values"]},
+                value=None if pruned else t["val_map_at_r"],
+                state=TrialState.PRUNED if pruned else TrialState.COMPLETE,
+                user_attrs={k: t[k] for k in ("max_epochs", "epochs_run", "capped") if k in t},
+            )
+        )
 
 
 def study_record(base: dict, name: str, history: list[dict]) -> dict:
