@@ -483,10 +483,6 @@ def test_a_keys_limits_are_the_bounds_its_schema_puts_on_it(tiny_params):
     assert key_limits(tiny_params, "baselines.anml_lifted.loss.lambda2") == (-1.0, 1.0)  # a cosine radius
     assert key_limits(tiny_params, "ccp.lambda") == (0.0, None)  # a YAML key that is a Python keyword
     assert key_limits(tiny_params, "ccp.c2.beta") == (0.0, None)  # Field(gt=0.0): a bound no range reaches
-    # a sibling's value as the floor: Algorithm 2 picks proxies_per_class proxies from a pool of b a class
-    assert key_limits(tiny_params, "ccp.pool_size") == (tiny_params.ccp.proxies_per_class, None)
-    wider = dataclasses.replace(tiny_params, ccp=dataclasses.replace(tiny_params.ccp, proxies_per_class=6, pool_size=8))
-    assert key_limits(wider, "ccp.pool_size") == (6, None)
     for space in tiny_params.tune.spaces.values():  # the tune stage records every searched key's limits
         for key, dim in space.items():
             low, high = key_limits(tiny_params, key)

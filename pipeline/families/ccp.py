@@ -56,8 +56,7 @@ class CCPConfig(MethodConfig):
     lambda_: float = Field(2e-4, ge=0.0)
     zero_lambda_first: bool = True
     proxies_per_class: int = Field(4, ge=1)
-    # b >= proxies_per_class (_check): its low limit in a search too (pipeline/studies/tuning.py key_limits)
-    pool_size: int = Field(8, ge=1, json_schema_extra={"ge_field": "proxies_per_class"})
+    pool_size: int = Field(8, ge=1)
     patience: int = Field(3, ge=1)  # epochs without a better validation MAP@R that end a sub-problem
     max_subproblems: int = Field(50, ge=1)
     in_batch_weight: float = Field(0.1, ge=0.0)

@@ -81,19 +81,15 @@ _NAMED_WHEN_CHANGED = {"data": {"background": "white"}}
 
 
 def key_limits(params: Params, key: str) -> tuple[float | None, float | None]:
-    """The bounds the schema itself puts on a searched dotted key (pydantic's ``ge``/``gt`` and ``le``/``lt``, and
-    a sibling field's value that the field declares as its floor, ``json_schema_extra={"ge_field": ...}``: CCP's
-    pool size b >= proxies_per_class; None where it puts none): where the key stops meaning what its loss says (a
-    margin below 0, a cosine radius above 1, a pool smaller than the proxies picked from it), so a search range
-    may end there without having stopped short (pipeline/reporting/tuning.py)."""
+    """The bounds the schema itself puts on a searched dotted key (pydantic's ``ge``/``gt`` and ``le``/``lt``;
+    None where it puts none): where the key stops meaning what its loss says (a margin below 0, a cosine radius
+    above 1), so a search range may end there without having stopped short (pipeline/reporting/tuning.py)."""
     *path, last = key.split(".")
     node = params
     for part in path:
         node = node[part] if isinstance(node, dict) else getattr(node, field_name(part))
     info = type(node).__pydantic_fields__[field_name(last)]
     low = [getattr(m, bound) for m in info.metadata for bound in ("ge", "gt") if hasattr(m, bound)]
-    if isinstance(info.json_schema_extra, dict) and "ge_field" in info.json_schema_extra:
-        low.append(getattr(node, field_name(info.json_schema_extra["ge_field"])))
     high = [getattr(m, bound) for m in info.metadata for bound in ("le", "lt") if hasattr(m, bound)]
     return (max(low) if low else None, min(high) if high else None)
 
