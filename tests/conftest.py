@@ -57,7 +57,8 @@ TINY_OVERRIDES = {
         "ccp": {"proxies_per_class": [1, 2], "pool_factors": [1, 2], "lambdas": [0.0, 2e-4]},
         "profs": {"loss": "ms", "lambdas": [0.0, 1e-3], "m": [5]},
     },
-    "report": {"spectrum_runs": ["ms", "c2_ccp"]},
+    # 3 queries x top-3 (12 panels, not 36): the pictures stage draws with matplotlib, a third of its run otherwise
+    "report": {"spectrum_runs": ["ms", "c2_ccp"], "retrieval_queries": 3, "retrieval_k": 3},
     "lanml": {
         "datasets": ["iris"],
         "methods": ["euclidean", "lanml_minus", "lmnn"],

@@ -324,11 +324,13 @@ def _stop_queue_workers(repo: Path) -> None:
 
 def test_queued_experiments_run_two_at_a_time(repo):
     """`dvc exp run --queue` twice, `dvc queue start -j 2`: both succeed in DVC's temporary workspaces, which
-    restore the unchanged stages from the shared cache rather than recompute them."""
+    restore the unchanged stages from the shared cache rather than recompute them. Each experiment stops at the
+    changed run's train stage (what follows it, evaluate to report, is the exp run tests' above)."""
     import time
 
     for alpha in ("2.5", "3.5"):
-        sh(DVC + ["exp", "run", "--queue", "-n", f"alpha-{alpha}", "-S", f"baselines.ms.loss.alpha={alpha}"], repo)
+        queue = ["exp", "run", "--queue", "-n", f"alpha-{alpha}", "-S", f"baselines.ms.loss.alpha={alpha}", "train@ms"]
+        sh(DVC + queue, repo)
     # the workers are daemons that inherit `queue start`'s output: a pipe there would wait for the last of them
     quiet = {"stdout": subprocess.DEVNULL, "stderr": subprocess.DEVNULL}
     assert subprocess.run(DVC + ["queue", "start", "-j", "2"], cwd=repo, env=_env(), **quiet).returncode == 0

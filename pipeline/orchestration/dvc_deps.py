@@ -38,10 +38,21 @@ def module_file(name: str, root: Path = ROOT) -> Path | None:
     return None
 
 
+def _nodes(path: Path) -> tuple[ast.AST, ...]:
+    """Every node of `path`'s syntax tree; parsed once per content (the code stage reads each file for up to a dozen
+    stages' closures: parsing it each time was most of the stage's run)."""
+    return _parsed_nodes(path.read_text(), str(path))
+
+
+@cache
+def _parsed_nodes(source: str, filename: str) -> tuple[ast.AST, ...]:
+    return tuple(ast.walk(ast.parse(source, filename=filename)))
+
+
 def _imported_names(path: Path, package: str) -> set[str]:
     """Every module name `path` imports anywhere (functions included), with the names `from x import y` may mean."""
     names: set[str] = set()
-    for node in ast.walk(ast.parse(path.read_text(), filename=str(path))):
+    for node in _nodes(path):
         if isinstance(node, ast.Import):
             names.update(alias.name for alias in node.names)
         elif isinstance(node, ast.ImportFrom):
@@ -57,7 +68,7 @@ def _imported_names(path: Path, package: str) -> set[str]:
 def _discovers_modules(init: Path) -> bool:
     """Whether a package's `__init__.py` imports the modules beside it (a registry: it calls
     `import_modules(__name__)` or makes a `Registry(__name__, ...)`, pipeline/infra/registry.py)."""
-    for node in ast.walk(ast.parse(init.read_text(), filename=str(init))):
+    for node in _nodes(init):
         call = node.func.id if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) else None
         if call in ("import_modules", "Registry") and node.args:
             first = node.args[0]
@@ -69,7 +80,7 @@ def _discovers_modules(init: Path) -> bool:
 def _loaded_templates(path: Path, root: Path) -> list[Path]:
     """The files of every folder `path` names in a `PackageLoader("<package>", "<folder>")` call."""
     found: list[Path] = []
-    for node in ast.walk(ast.parse(path.read_text(), filename=str(path))):
+    for node in _nodes(path):
         if isinstance(node, ast.Call) and getattr(node.func, "id", None) == "PackageLoader" and len(node.args) == 2:
             package, folder = (a.value if isinstance(a, ast.Constant) else None for a in node.args)
             init = module_file(package, root) if isinstance(package, str) else None
