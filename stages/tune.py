@@ -6,9 +6,9 @@ a DVC output, which DVC would delete before a rerun and which would keep DVC fro
 resuming proposes what an uninterrupted study would, pipeline/studies/tuning.py) is completed to
 `tune.trials` trials; the best trial's values, with those the run inherits (`tune.inherit`), go to
 `<out>/<run>.json`, the one file the run's train stage reads and depends on (so only a change of values
-retrains it). A run without a space trains at the values it inherits, or at params.yaml's (`tune.trials: 0`,
-the digit default, keeps today's behaviour). `<records>/<run>.json` holds the search space, the inherited values,
-the best trial and every trial (the report's table and optimisation-history figure).
+retrains it). A run without a space trains at the values it inherits, or at params.yaml's (`tune.trials: 0`).
+`<records>/<run>.json` holds the search space, the inherited values, the best trial and every trial (the report's
+table and optimisation-history figure).
 
 Progress that survives the machine: after every trial the study's record is also written to
 `<finished>/<study name>.json` (dvc.yaml: `studies/<data.name>/`, tracked in git, a few kilobytes). A study whose
@@ -24,6 +24,7 @@ import logging
 from pathlib import Path
 
 from pipeline.config import apply_values, to_dict
+from pipeline.data.manifest import read_manifest
 from pipeline.infra.io import atomic_path, write_json
 from pipeline.infra.parallel import Workers
 from pipeline.infra.runtime import train_workers
@@ -32,6 +33,7 @@ from pipeline.runs import run_record
 from pipeline.studies.tuning import (
     completed_trials,
     finished_study,
+    inert_while,
     kept_study,
     key_limits,
     run_study,
@@ -44,12 +46,14 @@ from stages._common import run
 log = logging.getLogger("stages.tune")
 
 
-def record(params, name: str, inherited: dict, args, workers: Workers) -> dict:
+def record(params, name: str, inherited: dict, args, workers: Workers, fold_classes: list[int]) -> dict:
     space = params.tune.spaces.get(name, {})
     base = {
         "run": name,
         "space": to_dict(space),
         "limits": {key: list(key_limits(params, key)) for key in space},  # the schema's bounds: reporting at_limit
+        # when a key changes nothing (PROFS's rho and lambda where M = 1): reporting at_limit
+        "inert_while": {key: when for key in space if (when := inert_while(params, key, fold_classes))},
         "inherits": params.tune.inherit.get(name),
         "inherited": inherited,
         "trials": 0,
@@ -106,11 +110,13 @@ def trained_with(params, name: str, values: dict) -> dict:
 def main(params, args):
     Path(args.studies).mkdir(parents=True, exist_ok=True)
     records: dict[str, dict] = {}
+    manifest = read_manifest(args.data)
+    fold_classes = [manifest.num_classes("train", fold) for fold in params.experiment.folds]  # L, for inert_while
     with Workers(train_workers(params.train), params.train.threads_per_worker) as workers:  # across all trials
         for name in tuning_order(params):  # a run's source first: its values are fixed in the run's study
             source = params.tune.inherit.get(name)
             inherited = records[source]["values"] if source else {}
-            records[name] = record(params, name, inherited, args, workers)
+            records[name] = record(params, name, inherited, args, workers, fold_classes)
     with atomic_path(args.out) as out, atomic_path(args.records) as full:
         for folder in (out, full):
             folder.mkdir()

@@ -42,6 +42,7 @@ TINY_OVERRIDES = {
         "patience": 2,
     },
     "eval": {"kmeans_niter": 5},
+    "tune": {"trials": 0},  # the default's 30 trials a study: the tests that tune set their own (test_tuning.py)
     # zero_lambda_first off: the tiny runs may have a single sub-problem, and ccp.lambda must still act there
     "ccp": {
         "losses": ["c2"],

@@ -174,8 +174,10 @@ def copy(tmp_path_factory):
     for name in ("pipeline", "stages", "reference", "conf", "tests", "hydra_plugins"):
         shutil.copytree(ROOT / name, repo / name, ignore=shutil.ignore_patterns("__pycache__"))
     # .gitignore: the code stage runs in the copy, and its __pycache__ must not count as a file the person added
-    for name in ("dvc.yaml", ".dvcignore", ".gitignore", "pyproject.toml", "reports/emoji/claims.csv"):  # the last:
-        (repo / name).parent.mkdir(parents=True, exist_ok=True)  # the report's companion table
+    # reports/emoji/claims.csv: the report's companion table; studies/README.md: the tune stage's studies folder (a dep)
+    copied = ("dvc.yaml", ".dvcignore", ".gitignore", "pyproject.toml", "reports/emoji/claims.csv", "studies/README.md")
+    for name in copied:
+        (repo / name).parent.mkdir(parents=True, exist_ok=True)
         shutil.copy(ROOT / name, repo / name)
     shutil.copytree(ROOT / "reports/emoji/tuning", repo / "reports/emoji/tuning")  # and its tuning records
     # one seed, no worker processes, fewer of the tiny runs (MS, C2-Loss-Proxy, C2-CCP, MS plain): the point is that

@@ -21,6 +21,18 @@ def test_manifest_split_and_folds():
     assert dict(train.groupby("label").fold.first()) == {0: 0, 1: 0, 2: 1, 3: 1}
 
 
+def test_a_folds_training_and_validation_classes_part_the_training_classes(tiny_data):
+    """Manifest.num_classes: L of each fold's training part (PROFS's p(y), stages/tune.py) and of its validation
+    part add up to the training split's classes, a class in one part only."""
+    manifest, _ = tiny_data
+    folds = sorted(set(manifest.table.fold) - {-1})
+    total = manifest.num_classes("train")
+    assert total == len(set(manifest.labels[manifest.rows("train")])) and len(folds) > 1
+    for fold in folds:
+        assert manifest.num_classes("train", fold) + manifest.num_classes("train", fold, validation=True) == total
+        assert 0 < manifest.num_classes("train", fold) < total
+
+
 def test_class_with_one_image_is_refused():
     with pytest.raises(DataError, match="class 5 has 1 image"):
         build_manifest(["a", "b", "c", "d", "e"], np.array([1, 1, 2, 2, 5]), num_folds=1)

@@ -59,7 +59,8 @@ def tiny_project(repo: Path) -> Path:
     git + DVC repository `repo`."""
     for name in ("pipeline", "stages", "reference", "conf", "hydra_plugins"):
         shutil.copytree(ROOT / name, repo / name, ignore=shutil.ignore_patterns("__pycache__"))
-    for name in ("dvc.yaml", ".dvcignore", "reports/emoji/claims.csv"):  # the last: the report's companion table
+    # reports/emoji/claims.csv: the report's companion table; studies/README.md: the tune stage's studies folder (a dep)
+    for name in ("dvc.yaml", ".dvcignore", "reports/emoji/claims.csv", "studies/README.md"):
         (repo / name).parent.mkdir(parents=True, exist_ok=True)
         shutil.copy(ROOT / name, repo / name)
     shutil.copytree(ROOT / "reports/emoji/tuning", repo / "reports/emoji/tuning")  # the companion's tuning records

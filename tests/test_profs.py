@@ -7,7 +7,13 @@ import pytest
 import torch
 
 from pipeline.config import ParamsError
-from pipeline.methods.profs import PROFSObjective, hard_negative_classes, hncm_classes, projection_steps
+from pipeline.methods.profs import (
+    PROFSObjective,
+    hard_negative_classes,
+    hncm_classes,
+    one_step_rho,
+    projection_steps,
+)
 from pipeline.models.embedder import Embedder, build_head
 from pipeline.params.root import params_from_dict
 from pipeline.runs import run_setup
@@ -31,6 +37,15 @@ CPU = torch.device("cpu")
 )
 def test_projection_steps(rho, b, i, l, expected):
     assert projection_steps(rho, b, i, l) == expected
+
+
+@pytest.mark.parametrize("b,i,l", [(32, 4, 38), (32, 4, 37), (128, 4, 98), (32, 2, 100)])
+def test_one_step_rho_is_the_largest_rho_whose_m_is_one(b, i, l):
+    """p(y) = B / (I L) (section 5.4.1): 32 / (4 x 38) = 8 / 38; every rho up to it gives M = 1, M's floor."""
+    rho = one_step_rho(b, i, l)
+    assert rho == pytest.approx(b / (i * l))
+    assert projection_steps(rho, b, i, l) == projection_steps(rho / 100, b, i, l) == 1
+    assert projection_steps(rho * 1.001, b, i, l) == 2
 
 
 def test_hncm_picks_nearest_stored_classes():

@@ -210,7 +210,7 @@ def test_the_tune_stage_keeps_every_trial_in_its_record_and_goes_on_from_it(tune
     def on(machine: str, finished: str) -> Namespace:
         return Namespace(finished=str(tmp_path / finished), studies=str(tmp_path / machine), data="", features="")
 
-    whole = tune.record(asking, "ms", {}, on("a", "kept-a"), None)["history"]
+    whole = tune.record(asking, "ms", {}, on("a", "kept-a"), None, [])["history"]
     calls = []
 
     def stopped_at_the_third(values, floors=None):
@@ -221,11 +221,11 @@ def test_the_tune_stage_keeps_every_trial_in_its_record_and_goes_on_from_it(tune
 
     monkeypatch.setattr(tune, "validation_objective", lambda *args: stopped_at_the_third)
     with pytest.raises(KeyboardInterrupt):
-        tune.record(asking, "ms", {}, on("b", "kept-b"), None)
+        tune.record(asking, "ms", {}, on("b", "kept-b"), None, [])
     (record,) = (tmp_path / "kept-b").glob("*.json")
     assert json.loads(record.read_text())["history"] == whole[:2]  # what a commit would keep
     monkeypatch.setattr(tune, "validation_objective", lambda *args: bowl)
-    assert tune.record(asking, "ms", {}, on("c", "kept-b"), None)["history"] == whole  # another machine
+    assert tune.record(asking, "ms", {}, on("c", "kept-b"), None, [])["history"] == whole  # another machine
 
 
 def test_changed_settings_start_a_new_study_and_more_trials_continue_one(tune_params):
@@ -451,6 +451,19 @@ def test_the_tuning_report_shows_used_written_and_inherited_values(tiny_params, 
     assert "from `c2_batch` at its high end, the key's own limit |" in at_limit
     assert "Best value within 5% of an end of its range" not in at_limit
     assert "range end that is the key's own limit" in at_limit and not runs_at_range_ends(tiny_params, records)
+    records[0]["limits"] = {"ccp.c2.beta": [0.0, None]}
+    records[0]["values"] = records[1]["values"] = {"ccp.c2.beta": 0.305}  # at the low end, 0 its schema's limit
+    assert runs_at_range_ends(tiny_params, records) == {"c2_batch": ["ccp.c2.beta"], "c2_ccp": ["ccp.c2.beta"]}
+    records[0]["inert_while"] = {"ccp.c2.beta": {"ccp.c2.beta": 0.31}}  # were every value <= 0.31 one model (rho)
+    assert "at its low end, the key's own limit" in tuning_markdown(tiny_params, records, 2)
+    assert not runs_at_range_ends(tiny_params, records)
+    records[0]["inert_while"] = {"ccp.c2.beta": {"ccp.c2.beta": 0.3}}  # the best value above it: it may matter
+    assert runs_at_range_ends(tiny_params, records) == {"c2_batch": ["ccp.c2.beta"], "c2_ccp": ["ccp.c2.beta"]}
+    records[0]["values"] = records[1]["values"] = {"ccp.c2.beta": 0.595, "ccp.c2.alpha": 0.1}
+    records[0]["inert_while"] = {"ccp.c2.beta": {"ccp.c2.alpha": 0.2}}  # were beta inert while alpha <= 0.2 (lambda)
+    assert not runs_at_range_ends(tiny_params, records)  # at either end
+    records[0]["inert_while"] = {"ccp.c2.beta": {"ccp.c2.alpha": 0.05}}
+    assert runs_at_range_ends(tiny_params, records) == {"c2_batch": ["ccp.c2.beta"], "c2_ccp": ["ccp.c2.beta"]}
     history_figure(records, 1, tmp_path / "history.png")
     history_figure(records[2:], 1, tmp_path / "none.png")
     assert (tmp_path / "history.png").stat().st_size > 10_000 and (tmp_path / "none.png").is_file()
@@ -483,10 +496,26 @@ def test_a_keys_limits_are_the_bounds_its_schema_puts_on_it(tiny_params):
     assert key_limits(tiny_params, "baselines.anml_lifted.loss.lambda2") == (-1.0, 1.0)  # a cosine radius
     assert key_limits(tiny_params, "ccp.lambda") == (0.0, None)  # a YAML key that is a Python keyword
     assert key_limits(tiny_params, "ccp.c2.beta") == (0.0, None)  # Field(gt=0.0): a bound no range reaches
+    # a floor set by another key: the pool holds at least ccp.proxies_per_class (2 in the tiny config) a class
+    assert key_limits(tiny_params, "ccp.pool_size") == (tiny_params.ccp.proxies_per_class, None)
+    assert key_limits(apply_values(tiny_params, {"ccp.proxies_per_class": 3}), "ccp.pool_size") == (3, None)
     for space in tiny_params.tune.spaces.values():  # the tune stage records every searched key's limits
         for key, dim in space.items():
             low, high = key_limits(tiny_params, key)
             assert (low is None or low <= dim.low) and (high is None or dim.high <= high), (key, dim)
+
+
+def test_profs_rho_and_lambda_change_nothing_where_every_fold_takes_one_step_a_projection(tiny_params):
+    """pipeline/studies/tuning.py inert_while: PROFS's rho sets only M = ceil(rho / p(y)), p(y) = B / (I L), which is 1
+    for every rho <= p(y) on the fold with the most training classes, and at M = 1 lambda's proximal term is 0;
+    other keys, or a fixed M, always matter."""
+    from pipeline.studies.tuning import inert_while
+
+    one_step = {"profs.rho": pytest.approx(tiny_params.train.classes_per_batch / 38)}
+    assert inert_while(tiny_params, "profs.rho", [37, 38]) == one_step
+    assert inert_while(tiny_params, "profs.lambda", [37, 38]) == one_step
+    assert inert_while(tiny_params, "profs.triplet.margin", [37, 38]) == {}
+    assert inert_while(apply_values(tiny_params, {"profs.m_mode": "fixed"}), "profs.rho", [37, 38]) == {}
 
 
 def _study(run: str, scores: list[float], inherits: str | None = None, values: bool = True) -> dict:

@@ -103,6 +103,10 @@ class Manifest:
             mask &= in_fold if validation else ~in_fold
         return np.flatnonzero(mask)
 
+    def num_classes(self, split: str, fold: int | None = None, validation: bool = False) -> int:
+        """The number of classes among `rows(split, fold, validation)`: L of a fold's training part."""
+        return len(np.unique(self.labels[self.rows(split, fold, validation)]))
+
     def is_query(self, rows: np.ndarray) -> np.ndarray:
         """Which of `rows` are queries of a query/gallery split (all False for a plain test split)."""
         return self.table["split"].to_numpy()[rows] == "query"

@@ -56,7 +56,8 @@ class CCPConfig(MethodConfig):
     lambda_: float = Field(2e-4, ge=0.0)
     zero_lambda_first: bool = True
     proxies_per_class: int = Field(4, ge=1)
-    pool_size: int = Field(8, ge=1)
+    # at least proxies_per_class (`_check`): the search's own floor there (pipeline/studies/tuning.py key_limits)
+    pool_size: int = Field(8, ge=1, json_schema_extra={"ge_field": "proxies_per_class"})
     patience: int = Field(3, ge=1)  # epochs without a better validation MAP@R that end a sub-problem
     max_subproblems: int = Field(50, ge=1)
     in_batch_weight: float = Field(0.1, ge=0.0)

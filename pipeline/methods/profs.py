@@ -75,6 +75,12 @@ def projection_steps(rho: float, batch_size: int, images_per_class: int, num_cla
     return max(1, math.ceil(round(rho * images_per_class * num_classes / batch_size, 9)))
 
 
+def one_step_rho(batch_size: int, images_per_class: int, num_classes: int) -> float:
+    """The largest rho whose M is 1, M's floor: p(y) = B / (I L) (PROFS section 5.4.1); every rho below it trains
+    the same model (`projection_steps`)."""
+    return batch_size / (images_per_class * num_classes)
+
+
 def hard_negative_classes(memory: torch.Tensor, classes: torch.Tensor, k: int) -> torch.Tensor:
     """For each class in `classes`, the `k` other classes nearest under the stored embeddings, nearest first.
 

@@ -32,14 +32,18 @@ def range_end(value: float, dim: dict) -> str:
 
 
 def at_limit(record: dict, key: str, end: str) -> bool:
-    """Whether the `end` ("low" / "high") of `key`'s range in `record`'s study is the key's own limit, the bound
-    the schema puts on it (stages/tune.py `limits`: a margin's 0, a cosine radius's 1): the search covered the
-    key's whole domain on that side, so a best value there is the loss's edge, not a clipped search."""
+    """Whether the `end` ("low" / "high") of `key`'s range in `record`'s study is the key's own limit: the bound
+    the schema puts on it (stages/tune.py `limits`: a margin's 0, a cosine radius's 1), or a best value at which the
+    key changes nothing (`inert_while`: PROFS's rho and lambda where M is 1). The search covered every model the
+    key gives on that side, so a best value there is the loss's edge, not a clipped search."""
     limits = record.get("limits", {}).get(key)
     if not end or not limits:
         return False
     limit = limits[0 if end == "low" else 1]
-    return limit is not None and limit == record["space"][key][end]
+    when = record.get("inert_while", {}).get(key, {})
+    values = record["values"]
+    inert = bool(when) and all(k in values and values[k] <= bound for k, bound in when.items())
+    return inert or (limit is not None and limit == record["space"][key][end])
 
 
 def _searching_record(by_run: dict[str, dict], run: str, key: str) -> dict | None:
@@ -216,10 +220,11 @@ def tuning_markdown(params: Params, records: list[dict], decimals: int) -> str:
     if len(at_limit_rows):
         text += (
             f"\nBest value within {EDGE:.0%} of a range end that is the key's own limit (the bound its schema puts"
-            " on it, where the loss stops meaning what it says: a margin below 0, a cosine radius above 1): "
+            " on it, where the loss stops meaning what it says: a margin below 0, a cosine radius above 1; or a"
+            " value at which the key changes nothing: PROFS's rho and lambda where M is 1): "
             + ", ".join(f"`{row.run}` `{row.key}` ({row.range_end})" for row in at_limit_rows.itertuples())
-            + ". The search covered the key's whole domain on that side, so no wider range exists; the value is"
-            " the loss's edge, not a clipped search, and does not make the tuning unfinished.\n"
+            + ". The search covered every model the key gives on that side, so no wider range would find another;"
+            " the value is the loss's edge, not a clipped search, and does not make the tuning unfinished.\n"
         )
     late = late_studies(records)
     if late:

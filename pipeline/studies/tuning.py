@@ -81,17 +81,36 @@ _NAMED_WHEN_CHANGED = {"data": {"background": "white"}}
 
 
 def key_limits(params: Params, key: str) -> tuple[float | None, float | None]:
-    """The bounds the schema itself puts on a searched dotted key (pydantic's ``ge``/``gt`` and ``le``/``lt``;
-    None where it puts none): where the key stops meaning what its loss says (a margin below 0, a cosine radius
-    above 1), so a search range may end there without having stopped short (pipeline/reporting/tuning.py)."""
+    """The bounds the schema itself puts on a searched dotted key (pydantic's ``ge``/``gt`` and ``le``/``lt``, and a
+    ``ge_field`` naming a sibling key it may not be below, as CCP's pool size and its proxies per class; None where
+    it puts none): where the key stops meaning what its loss says (a margin below 0, a cosine radius above 1, a
+    pool smaller than the proxies Algorithm 2 picks from it), so a search range may end there without having
+    stopped short (pipeline/reporting/tuning.py)."""
     *path, last = key.split(".")
     node = params
     for part in path:
         node = node[part] if isinstance(node, dict) else getattr(node, field_name(part))
     info = type(node).__pydantic_fields__[field_name(last)]
     low = [getattr(m, bound) for m in info.metadata for bound in ("ge", "gt") if hasattr(m, bound)]
+    if sibling := (info.json_schema_extra or {}).get("ge_field"):
+        low.append(getattr(node, field_name(sibling)))
     high = [getattr(m, bound) for m in info.metadata for bound in ("le", "lt") if hasattr(m, bound)]
     return (max(low) if low else None, min(high) if high else None)
+
+
+def inert_while(params: Params, key: str, fold_classes: list[int]) -> dict[str, float]:
+    """When a searched key changes nothing: {other key: value}, while each is at or below its value (`fold_classes`:
+    each fold's training classes), so that a best value of the key at a range end there is no clipped search
+    (pipeline/reporting/tuning.py `at_limit`); {} for a key that always matters. PROFS (section 5.4.1): M =
+    ceil(rho / p(y)), p(y) = B / (I L), is 1, its floor, for every rho <= p(y) on every fold; then rho's value
+    changes nothing, and neither does lambda: eq. 4.7's proximal term is 0 at a projection's one step (theta =
+    theta^(k))."""
+    if key not in ("profs.rho", "profs.lambda") or params.profs.m_mode != "derived" or not fold_classes:
+        return {}
+    from pipeline.methods.profs import one_step_rho
+
+    batch = params.train.classes_per_batch * params.train.images_per_class
+    return {"profs.rho": min(one_step_rho(batch, params.train.images_per_class, classes) for classes in fold_classes)}
 
 
 def tuning_order(params: Params) -> list[str]:
