@@ -109,6 +109,11 @@ def test_python_keywords_map_to_trailing_underscore():
     assert yaml_key("lr_") == "lr_"
 
 
+def test_batch_size_is_classes_times_images_per_class(tiny_dict):
+    train = params_from_dict(merge(tiny_dict, {"train": {"classes_per_batch": 6, "images_per_class": 3}})).train
+    assert train.batch_size == 18
+
+
 def test_params_yaml_is_conf_composed_as_dvc_composes_it(tmp_path):
     """The committed params.yaml is exactly what `dvc exp run -S ...` writes for the default choice (DVC's
     compose_and_dump on conf/), so an experiment's `git diff params.yaml` shows only what it set."""

@@ -116,6 +116,11 @@ class TrainConfig:
     workers: Workers = "auto"
     threads_per_worker: int = Field(1, ge=1)
 
+    @property
+    def batch_size(self) -> int:
+        """Images per training batch, B = classes_per_batch x images_per_class."""
+        return self.classes_per_batch * self.images_per_class
+
 
 @section
 class EvalConfig:

@@ -92,7 +92,7 @@ def _check(params) -> str | None:
 
 def _claims(params) -> list[Claim]:
     """PROFS Tables 1-2 per loss configured (at batch 128 there, which the source says when ours differs)."""
-    batch = params.train.classes_per_batch * params.train.images_per_class
+    batch = params.train.batch_size
     source = "PROFS Tables 1-2" + (f" (batch 128 there; {batch} here, both arms)" if batch != 128 else "")
     out = []
     for loss in params.profs.losses:

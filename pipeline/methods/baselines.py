@@ -26,7 +26,7 @@ class BaselineObjective(Objective):
         if cfg.p_switch > 0:
             miner = RhoSwitchMiner(miner, cfg.p_switch)
         if cfg.xbm_batches:  # XBM: the loss also sees the last xbm_batches batches' embeddings
-            batch = train.classes_per_batch * train.images_per_class
+            batch = train.batch_size
             loss = losses.CrossBatchMemory(loss, embedding_dim, memory_size=cfg.xbm_batches * batch, miner=miner)
             miner = None
         super().__init__(loss, miner, lr=cfg.loss_lr)
@@ -34,7 +34,7 @@ class BaselineObjective(Objective):
 
     def batch_sampler(self, labels, cfg: TrainConfig, seed: int):
         """SPC-k with k other than train.images_per_class, or random-class batches; else the default."""
-        batch, k = cfg.classes_per_batch * cfg.images_per_class, self.sampler.images_per_class
+        batch, k = cfg.batch_size, self.sampler.images_per_class
         if self.sampler.name == "random_class":
             return RandomClassBatchSampler(labels, batch, cfg.steps_per_epoch, seed)
         if k and (batch % k or batch // k < 2):

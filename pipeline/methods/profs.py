@@ -145,8 +145,9 @@ def build_profs_loss(name: str, cfg, num_classes: int = 0, embedding_dim: int = 
 def build_objective(profs, train, loss: str, variant: str, num_classes: int) -> PROFSObjective:
     """Run ``<loss>_<variant>``'s objective from the profs and train sections (the PROFS family's builder,
     pipeline/families/profs.py)."""
-    batch = train.classes_per_batch * train.images_per_class
-    return PROFSObjective(profs, loss, variant, num_classes, train.embedding_dim, batch, train.images_per_class)
+    return PROFSObjective(
+        profs, loss, variant, num_classes, train.embedding_dim, train.batch_size, train.images_per_class
+    )
 
 
 class PROFSObjective(Objective):

@@ -53,7 +53,7 @@ class BaselineConfig(MethodConfig):
 
 @rule("experiment", "train")
 def _check_baselines(p, source: str) -> None:
-    batch = p.train.classes_per_batch * p.train.images_per_class
+    batch = p.train.batch_size
     xbm_losses = [loss for loss, record in loss_records().items() if record.xbm]
     triplet_miners = [miner for miner, record in miner_records().items() if record.triplets]
     for name, run in p.baselines.items():

@@ -109,8 +109,8 @@ def inert_while(params: Params, key: str, fold_classes: list[int]) -> dict[str, 
         return {}
     from pipeline.methods.profs import one_step_rho
 
-    batch = params.train.classes_per_batch * params.train.images_per_class
-    return {"profs.rho": min(one_step_rho(batch, params.train.images_per_class, classes) for classes in fold_classes)}
+    train = params.train
+    return {"profs.rho": min(one_step_rho(train.batch_size, train.images_per_class, n) for n in fold_classes)}
 
 
 def tuning_order(params: Params) -> list[str]:
