@@ -188,6 +188,10 @@ def test_the_emoji_defaults_frozen_and_finetuned(tmp_path):
         "shift",
     )
     assert (frozen.data.name, frozen.data.setting, frozen.tune.trials) == ("emoji", "none", 30)
+    # emoji widens Margin's beta, and R-Margin's with it (a claim's two arms search one range); the rest as conf/
+    margin, r_margin = (frozen.tune.spaces[run][f"baselines.{run}.loss.beta"] for run in ("margin_d", "r_margin_d"))
+    assert (margin.low, margin.high) == (r_margin.low, r_margin.high) == (0.1, 6.0)
+    assert frozen.tune.spaces["r_margin_d"]["baselines.r_margin_d.p_switch"].high == 0.6
     tuned = params_from_dict(composed(["dataset=emoji_finetune"]))
     assert (tuned.train.mode, tuned.backbone.name, tuned.backbone.weights) == (
         "finetune",
