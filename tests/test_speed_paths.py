@@ -16,11 +16,12 @@ from torch import nn
 from pipeline.data.images import ManifestImages
 from pipeline.infra import runtime
 from pipeline.infra.parallel import run_jobs
+from pipeline.methods.objective import Objective
 from pipeline.models.transforms import eval_transform
 from pipeline.params.root import params_from_dict
 from pipeline.runs import run_setup
-from pipeline.training import cuda_graphs
-from pipeline.training.inference import EmbeddingInputs, autocast, embed
+from pipeline.training import cuda_graphs, loop
+from pipeline.training.inference import EmbeddingInputs, autocast, embed, loader_settings
 from pipeline.training.loop import FoldData, TrainContext
 from tests.conftest import merge
 
@@ -93,8 +94,10 @@ class _Stepped(nn.Module):
 def test_the_graph_is_captured_once_on_the_batch_shape_and_the_warm_up_leaves_no_trace(monkeypatch):
     captured = []
 
-    def fake_capture(module, sample_args):  # torch.cuda.make_graphed_callables without a GPU
+    def fake_capture(module, sample_args, **mode):  # torch.cuda.make_graphed_callables without a GPU
         assert not torch.is_autocast_cache_enabled()  # autocast's cache cannot outlive a capture
+        # the loader's pinning thread may call CUDA during the capture only in thread-local mode
+        assert mode == ({"capture_error_mode": "thread_local"} if cuda_graphs.THREAD_LOCAL_CAPTURE else {})
         for _ in range(3):  # warm-up passes in train mode: BatchNorm statistics move
             module(*sample_args)
         captured.append(sample_args[0].shape)
@@ -121,7 +124,7 @@ def test_the_graph_is_captured_once_on_the_batch_shape_and_the_warm_up_leaves_no
 
 
 def test_a_capture_that_fails_leaves_the_network_eager(monkeypatch, caplog):
-    def refuse(module, sample_args):
+    def refuse(module, sample_args, **mode):
         raise RuntimeError("operation not permitted when stream is capturing\nmore")
 
     monkeypatch.setattr(torch.cuda, "make_graphed_callables", refuse)
@@ -143,3 +146,32 @@ def test_graphs_only_for_objectives_that_call_the_network_once(tiny_params, vari
     model = nn.Linear(4, tiny_params.train.embedding_dim)
     step = Stepper(model, objective, torch.optim.SGD(model.parameters(), lr=0.1), tiny_params.train, CPU)
     assert step.capture is False  # the CPU never captures
+
+
+@pytest.mark.parametrize("thread_local", [True, False])
+def test_the_training_loader_pins_beside_a_capture_only_where_torch_captures_thread_locally(
+    monkeypatch, tiny_params, thread_local
+):
+    """An H200 with torch 2.11 (no capture_error_mode): a batch pinned mid-capture failed the capture and killed the
+    loader's pinning thread (cuda_graphs.py). Without thread-local capture the loader of a captured network does not
+    pin; a network that is not captured pins as before."""
+
+    class Capturing(loop.Stepper):
+        def __post_init__(self):
+            super().__post_init__()
+            self.capture = True  # as on CUDA with train.cuda_graphs
+
+    pins = []
+    monkeypatch.setattr(cuda_graphs, "THREAD_LOCAL_CAPTURE", thread_local)
+    monkeypatch.setattr(loop, "epoch_batches", lambda *args: pins.append(args[-1]))
+    model, features = nn.Linear(3, 2), torch.zeros(8, 3)
+    labels = np.repeat(np.arange(4), 2)
+    data = FoldData(torch.utils.data.TensorDataset(features), labels, None, None, None, None)
+    cfg = dataclasses.replace(tiny_params.train, classes_per_batch=2)
+    for stepper in (Capturing, loop.Stepper):
+        monkeypatch.setattr(loop, "Stepper", stepper)
+        loop.prepare(model, Objective(nn.MSELoss()), data, cfg, CPU)
+    assert pins == [thread_local, True]
+    images = ManifestImages.__new__(ManifestImages)  # an image dataset: its loader pins on CUDA unless told not to
+    assert loader_settings(images, 2, torch.device("cuda"), pin=False)["pin_memory"] is False
+    assert loader_settings(images, 2, torch.device("cuda"))["pin_memory"] is True

@@ -26,8 +26,8 @@ class BaselineObjective(Objective):
         if cfg.p_switch > 0:
             miner = RhoSwitchMiner(miner, cfg.p_switch)
         if cfg.xbm_batches:  # XBM: the loss also sees the last xbm_batches batches' embeddings
-            batch = train.batch_size
-            loss = losses.CrossBatchMemory(loss, embedding_dim, memory_size=cfg.xbm_batches * batch, miner=miner)
+            memory = cfg.xbm_batches * train.batch_size
+            loss = losses.CrossBatchMemory(loss, embedding_dim, memory_size=memory, miner=miner)
             miner = None
         super().__init__(loss, miner, lr=cfg.loss_lr)
         self.sampler = cfg.sampler

@@ -12,6 +12,12 @@ works unchanged. A graph replays one computation, so it is used only where that 
 The warm-up passes of the capture would move BatchNorm's running statistics: they are put back. A capture that
 fails (an operation that cannot be recorded) leaves the network eager, with one warning in the log.
 
+The capture runs while the training loader's pin-memory thread keeps pinning prefetched batches. In CUDA's "global"
+capture mode, the only one ``make_graphed_callables`` had before pytorch#188832, a batch pinned mid-capture fails the
+capture and kills the loader ("operation not permitted when stream is capturing"; an H200 with torch 2.11, four
+models at once, 2026-11-29). Where torch takes ``capture_error_mode``, the capture is "thread_local" (only the
+capturing thread's calls are checked); where it does not, the training loader does not pin (loop.prepare).
+
 What stays eager, and why (issue 50):
 - the loss and its miner: pytorch-metric-learning's miners and pair losses select their pairs and triplets with
   data-dependent indexing (``torch.where`` over the batch's label and distance masks), so their shapes change from step
@@ -25,12 +31,16 @@ What stays eager, and why (issue 50):
 
 from __future__ import annotations
 
+import inspect
 import logging
 
 import torch
 from torch import nn
 
 log = logging.getLogger(__name__)
+
+# torch's capture can let other threads call CUDA (pytorch#188832): then the training loader may pin while it captures
+THREAD_LOCAL_CAPTURE = "capture_error_mode" in inspect.signature(torch.cuda.make_graphed_callables).parameters
 
 
 class _Forward(nn.Module):
@@ -55,7 +65,8 @@ class GraphedNetwork(nn.Module):
         saved = {k: v.detach().clone() for k, v in model.state_dict().items()}
         try:
             with autocast_context(cache_enabled=False):  # autocast's weight cache cannot outlive a capture
-                self.replay = torch.cuda.make_graphed_callables(_Forward(model), (example,))
+                mode = {"capture_error_mode": "thread_local"} if THREAD_LOCAL_CAPTURE else {}
+                self.replay = torch.cuda.make_graphed_callables(_Forward(model), (example,), **mode)
         finally:
             with torch.no_grad():
                 for k, v in model.state_dict().items():

@@ -26,14 +26,16 @@ def to_device(x: torch.Tensor, device: torch.device) -> torch.Tensor:
     return x.to(device, non_blocking=True)
 
 
-def loader_settings(dataset: Dataset, workers: int, device: torch.device, persistent: bool = False) -> dict:
-    """DataLoader settings: worker processes and pinned memory for images (cached features need neither);
-    `persistent` keeps the workers between epochs (loaders built once per fit)."""
+def loader_settings(
+    dataset: Dataset, workers: int, device: torch.device, persistent: bool = False, pin: bool = True
+) -> dict:
+    """DataLoader settings: worker processes and pinned memory for images on CUDA unless not `pin` (cached features
+    need neither); `persistent` keeps the workers between epochs (loaders built once per fit)."""
     if isinstance(dataset, TensorDataset):
         return {}
     return {
         "num_workers": workers,
-        "pin_memory": device.type == "cuda",
+        "pin_memory": pin and device.type == "cuda",
         "persistent_workers": persistent and workers > 0,
     }
 

@@ -46,6 +46,7 @@ from pipeline.evaluation.retrieval import map_at_r
 from pipeline.infra.console import note
 from pipeline.infra.errors import PipelineError
 from pipeline.methods.objective import Objective
+from pipeline.training import cuda_graphs
 from pipeline.training.inference import EmbeddingInputs, embed, loader_settings, to_device
 from pipeline.training.stepping import Stepper, make_optimizer, wrap_for_ranks
 
@@ -136,13 +137,13 @@ class FitResult:
 
 
 def epoch_batches(
-    data: FoldData, cfg: TrainConfig, device: torch.device, objective: Objective, seed: int
+    data: FoldData, cfg: TrainConfig, device: torch.device, objective: Objective, seed: int, pin: bool = True
 ) -> DataLoader:
     """The objective's own batches if it builds them, else classes_per_batch x images_per_class batches
     drawn by a generator seeded with `seed`; under DDP this rank's share of each. Cached features
     (a TensorDataset) are indexed a batch at a time, one tensor operation instead of one per sample; the
-    batches are the same either way."""
-    loading = loader_settings(data.train, cfg.num_workers, device, persistent=True)
+    batches are the same either way. `pin`: image batches pinned on CUDA (loader_settings)."""
+    loading = loader_settings(data.train, cfg.num_workers, device, persistent=True, pin=pin)
     batches = objective.batch_sampler(data.train_labels, cfg, seed)
     if batches is None:
         batches = ClassBatchSampler(
@@ -179,9 +180,11 @@ def prepare(
     objective.to(device)
     optimizer = make_optimizer(model, objective, cfg)
     step_once = Stepper(wrap_for_ranks(model, objective, device), objective, optimizer, cfg, device)
+    # a graph captured beside the loader's pinning thread needs torch's thread-local capture (cuda_graphs.py)
+    pin = not step_once.capture or cuda_graphs.THREAD_LOCAL_CAPTURE
     return (
         step_once,
-        epoch_batches(data, cfg, device, objective, batch_seed),
+        epoch_batches(data, cfg, device, objective, batch_seed, pin),
         TrainContext(model, optimizer, data, cfg, device),
     )
 
