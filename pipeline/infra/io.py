@@ -27,33 +27,46 @@ def atomic_path(final: str | Path) -> Iterator[Path]:
     """Yield a temporary path beside `final`; move it into place only on success.
 
     Works for files and folders. On an exception the temporary path is removed
-    and whatever was at `final` before is left untouched.
+    and whatever was at `final` before is left untouched. A stop signal that arrives while the temporary folder is
+    being made or removed waits until that is done (`stops_deferred`), so it is never left behind.
     """
     final = Path(final)
     final.parent.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(prefix=f".{final.name}.", suffix=".tmp", dir=final.parent))
-    target = tmp / final.name
+    tmp = None
     try:
+        with stops_deferred():  # a stop right after the folder is made would otherwise leave it, nameless to us
+            tmp = Path(tempfile.mkdtemp(prefix=f".{final.name}.", suffix=".tmp", dir=final.parent))
+        target = tmp / final.name
         yield target
         if final.is_dir() and not final.is_symlink():
             shutil.rmtree(final)
         os.replace(target, final)
     finally:
-        with ctrl_c_ignored():
-            shutil.rmtree(tmp, ignore_errors=True)
+        if tmp is not None:
+            with stops_deferred():
+                shutil.rmtree(tmp, ignore_errors=True)
+
+
+STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM)
 
 
 @contextlib.contextmanager
-def ctrl_c_ignored() -> Iterator[None]:
-    """Ignore Ctrl-C inside: cleanup after an interrupt that a second Ctrl-C must not cut short (the first
-    one is still being raised). Off the main thread signals cannot be masked, and need not be."""
-    main = threading.current_thread() is threading.main_thread()
-    previous = signal.signal(signal.SIGINT, signal.SIG_IGN) if main else None
+def stops_deferred() -> Iterator[None]:
+    """Hold Ctrl-C and SIGTERM until the block is done, then deliver them to their own handlers: cleanup that a stop
+    must not cut short (a second Ctrl-C, or a stop that lands mid-cleanup). Off the main thread signals cannot be
+    handled, and need not be."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    caught: list[int] = []
+    previous = {s: signal.signal(s, lambda signum, _frame: caught.append(signum)) for s in STOP_SIGNALS}
     try:
         yield
     finally:
-        if main:
-            signal.signal(signal.SIGINT, previous)
+        for s, handler in previous.items():
+            signal.signal(s, handler if handler is not None else signal.SIG_DFL)
+        for s in dict.fromkeys(caught):
+            signal.raise_signal(s)
 
 
 def write_text(path: str | Path, text: str) -> None:

@@ -34,7 +34,7 @@ from typing import TypeVar
 
 from pipeline import numerics
 from pipeline.infra.console import configure_logging, jobs_bar, listen_in_worker
-from pipeline.infra.io import ctrl_c_ignored
+from pipeline.infra.io import stops_deferred
 
 Job = TypeVar("Job")
 Result = TypeVar("Result")
@@ -70,7 +70,7 @@ def _start_worker(parent: int, notes) -> None:
 
 def _stop(pool: ProcessPoolExecutor) -> None:
     """Cancel the pending jobs and kill the workers now (their results are not wanted any more)."""
-    with ctrl_c_ignored():
+    with stops_deferred():
         pool.shutdown(wait=False, cancel_futures=True)
         for worker in multiprocessing.active_children():
             worker.kill()
