@@ -114,8 +114,7 @@ def _record(name: str, section) -> dict:
     if not parsed or parsed[0].stage_keys is None:
         return settings
     family, loss, variant = parsed
-    keys = next(family.stage_keys[key] for key, allowed in family.variant_lists.items() if variant in allowed)
-    return {loss: settings[loss], **{k: settings[k] for k in keys}}
+    return {loss: settings[loss], **{k: settings[k] for k in family.stage_keys[variant]}}
 
 
 def run_config(params, name: str):

@@ -425,7 +425,10 @@ def test_a_ccp_runs_record_holds_exactly_the_keys_its_variant_uses(tiny_params):
     from pipeline.families.ccp import SHARED_KEYS as CCP_SHARED_KEYS
     from pipeline.runs import run_record
 
-    base, alternating = run_record(tiny_params, "c2_loss_proxy"), run_record(tiny_params, "c2_ccp")
-    assert set(base) == {"c2", *CCP_SHARED_KEYS} and "lambda" not in base
-    assert set(alternating) == {"c2", *CCP_SHARED_KEYS, *CCP_ALGORITHM_1_KEYS}
-    assert alternating["lambda"] == tiny_params.ccp.lambda_ and base["c2"] == alternating["c2"]
+    batch, proxy = run_record(tiny_params, "c2_batch"), run_record(tiny_params, "c2_loss_proxy")
+    alternating = run_record(tiny_params, "c2_ccp")
+    assert set(batch) == {"c2", *CCP_SHARED_KEYS}
+    # Loss-Proxy's one sub-problem starts from a K-center over a pool of ccp.pool_size samples (CCP Alg. 2)
+    assert set(proxy) == {"c2", *CCP_SHARED_KEYS, "pool_size"} and "lambda" not in proxy
+    assert set(alternating) == {"c2", *CCP_SHARED_KEYS, "pool_size", *CCP_ALGORITHM_1_KEYS}
+    assert alternating["lambda"] == tiny_params.ccp.lambda_ and proxy["c2"] == alternating["c2"]

@@ -13,6 +13,7 @@ from pipeline.reporting.claims import (
     RANGE_END,
     STILL_IMPROVING,
     arm_differences,
+    claim_differences,
     claims_markdown,
     claims_table,
     flagged_runs_note,
@@ -194,6 +195,27 @@ def test_arm_differences_name_each_setting_that_differs():
     assert arm_differences(margin, {"loss": {"name": "margin", "beta": 0.6}, "p_switch": 0.3}) == (
         "loss.beta: 1.2 → 0.6; p_switch: 0 → 0.3"
     )
+
+
+def test_claim_differences_show_the_settings_each_arm_trained_at():
+    """A row names what the models were trained with (data/tuned/<run>.json's settings), a family's variant first."""
+    proxy = {"c1": {"name": "c1", "neg_margin": 0.94}, "embedding_norm": "lipschitz", "pool_size": 8}
+    ccp = {**proxy, "c1": {"name": "c1", "neg_margin": 0.98}, "pool_size": 9, "lambda": 6.7e-06}
+    npair = {"loss": {"name": "npair", "embedding_reg": 0.0114}}
+    anml = {"loss": {"name": "anml_npair", "gamma": 11.6, "lambda": 0.124}}
+    claims = [
+        Claim("CCP beats Loss-Proxy", "s", "c1_loss_proxy", "c1_ccp"),
+        Claim("ANML-N-pair beats N-pair", "s", "npair", "anml_npair"),
+        Claim("untrained pair", "s", "lifted", "anml_lifted"),
+        Claim("2-D", "s", "loss_proxy", "ccp", where="poc"),
+    ]
+    settings = {"c1_loss_proxy": proxy, "c1_ccp": ccp, "npair": npair, "anml_npair": anml}
+    assert claim_differences(claims, settings) == {
+        ("c1_loss_proxy", "c1_ccp"): "variant: loss_proxy → ccp; c1.neg_margin: 0.94 → 0.98; pool_size: 8 → 9; "
+        "lambda: - → 6.7e-06",
+        ("npair", "anml_npair"): "loss: npair (embedding_reg 0.0114) → anml_npair (gamma 11.6, lambda 0.124)",
+        ("loss_proxy", "ccp"): "variant: loss_proxy → ccp",
+    }
 
 
 def params_with(**sections):

@@ -89,7 +89,7 @@ class Family:
       stage), with the variants each may hold;
     - objective: the module of pipeline/methods whose ``build_objective(section, train, loss, variant,
       num_classes)`` builds a run's objective from the family's section and the run's train section;
-    - stage_keys: per variant list, the section's keys its stage depends on besides the loss's own section (None:
+    - stage_keys: per variant, the section's keys its stage depends on besides the loss's own section (None:
       the whole section), which is also what a run records (pipeline/runs.py run_record);
     - own_budget: the section's max_epochs / patience (0: train's) are the family's training budget;
     - check: a cross-field rule on the whole params, returning a problem ``"<key>: ..."`` or None;

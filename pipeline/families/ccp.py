@@ -27,8 +27,9 @@ from pipeline.losses.revisiting import MultiSimilarityLossParams, TripletLossPar
 LOSSES = {"c1": "C1", "c2": "C2", "ms": "MS", "triplet": "Triplet"}
 BATCH_VARIANTS = ("batch", "loss_proxy")
 ALTERNATING_VARIANTS = ("ccp", "sample_ccp")  # re-initialise their anchors: several sub-problems
-# the ccp keys every CCP run trains with besides its loss's own section, and those only Algorithm 1's alternating
-# runs add: what a run records (pipeline/runs.py run_record), which the tune stage writes into the
+# the ccp keys every CCP run trains with besides its loss's own section, the K-center pool every proxy run's first
+# anchors are drawn from (Loss-Proxy too: CCP Alg. 2 starts its single sub-problem), and the keys only Algorithm 1's
+# alternating runs add: what a run records (pipeline/runs.py run_record), which the tune stage writes into the
 # data/tuned/<run>.json its train stage depends on (tests/test_ccp.py)
 SHARED_KEYS = (
     "proxies_per_class",
@@ -40,7 +41,8 @@ SHARED_KEYS = (
     "kcenter_space",
     "embedding_norm",
 )
-ALGORITHM_1_KEYS = ("lambda", "zero_lambda_first", "pool_size", "patience", "max_subproblems")
+PROXY_KEYS = ("pool_size",)
+ALGORITHM_1_KEYS = ("lambda", "zero_lambda_first", "patience", "max_subproblems")
 
 
 @section(kw_only=True)
@@ -218,7 +220,11 @@ FAMILY = register_family(
         },
         variant_lists={"variants": BATCH_VARIANTS, "alternating": ALTERNATING_VARIANTS},
         objective="pipeline.methods.ccp",
-        stage_keys={"variants": SHARED_KEYS, "alternating": (*SHARED_KEYS, *ALGORITHM_1_KEYS)},
+        stage_keys={
+            "batch": SHARED_KEYS,
+            "loss_proxy": (*SHARED_KEYS, *PROXY_KEYS),
+            **dict.fromkeys(ALTERNATING_VARIANTS, (*SHARED_KEYS, *PROXY_KEYS, *ALGORITHM_1_KEYS)),
+        },
         check=_check,
         claims=_claims,
         ablation=ABLATION,

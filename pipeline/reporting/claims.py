@@ -271,18 +271,23 @@ def _render(value) -> str:
     return "-" if value is None else f"{value:g}" if isinstance(value, float) else str(value)
 
 
-def claim_differences(params, claims: list[Claim]) -> dict[tuple[str, str], str]:
-    """(base, better) -> what the arms of each claim whose runs are trained differ in: a family's variants (or the
-    2-D proof of concept's) by their variant, any other pair by `arm_differences` of their recorded settings."""
-    from pipeline.runs import all_runs, parse_run, run_record
+def claim_differences(claims: list[Claim], settings: dict[str, dict]) -> dict[tuple[str, str], str]:
+    """(base, better) -> what the arms of each claim differ in: a family's variants (or the 2-D proof of concept's)
+    by their variant first; then, where both runs are trained, `arm_differences` of the settings each trained at
+    (`settings`: run -> its data/tuned/<run>.json settings, its tuned values applied), so a row shows the values its
+    models were trained with, not params.yaml's."""
+    from pipeline.runs import parse_run
 
-    trained, out = set(all_runs(params)), {}
+    out = {}
     for c in claims:
         a, b = (None, None) if c.where == POC else (parse_run(c.base), parse_run(c.better))
+        parts = []
         if c.where == POC or a and b and a[:2] == b[:2]:
-            out[c.base, c.better] = f"variant: {a[2] if a else c.base} → {b[2] if b else c.better}"
-        elif {c.base, c.better} <= trained:
-            out[c.base, c.better] = arm_differences(run_record(params, c.base), run_record(params, c.better))
+            parts.append(f"variant: {a[2] if a else c.base} → {b[2] if b else c.better}")
+        if c.base in settings and c.better in settings:
+            parts.append(arm_differences(settings[c.base], settings[c.better]))
+        if parts:
+            out[c.base, c.better] = "; ".join(p for p in parts if p)
     return out
 
 

@@ -46,6 +46,7 @@ class ReportInputs:
     poc: dict  # the 2-D proof of concept (reports/ccp_poc.json)
     info: dict  # the feature cache's info.json (backbone description)
     tuning: list[dict]  # one tuning record per run, in tuning order
+    settings: dict[str, dict]  # run -> the settings it trained at, its tuned values applied (data/tuned/<run>.json)
     published: pd.DataFrame  # the papers' numbers (reference/published.csv)
 
 
@@ -100,6 +101,10 @@ def load(params, args) -> ReportInputs:
             read_json(_need(Path(args.tuning) / f"{r}.json", "tuning record", "run the tune stage"))
             for r in tuning_order(params)
         ],
+        settings={
+            r: read_json(_need(Path(args.tuned) / f"{r}.json", "tuned settings", "run the tune stage"))["settings"]
+            for r in runs
+        },
         published=read_published(Path(args.reference)),
     )
 

@@ -36,7 +36,7 @@ def write(params, inputs, out: Path, context: str, done: dict) -> pd.DataFrame:
         params.seed,
         budgets.failed_models(inputs.budgets),
         inputs.budgets.groupby("run").cut_while_improving.sum().to_dict(),
-        claim_differences(params, claims),
+        claim_differences(claims, inputs.settings),
         {r["run"]: r for r in inputs.tuning},
     )
     counts, holm_counts = table.verdict.value_counts(), table.verdict_holm.value_counts()
@@ -102,7 +102,7 @@ register_page(
     Page(
         name="claims",
         order=20,
-        reads=("metrics", "poc", "per_class", "budgets", "tuning"),
+        reads=("metrics", "poc", "per_class", "budgets", "tuning", "settings"),
         outputs=("claims.md", "claims.csv", "figures/claims_forest.png"),
         write=write,
     )
