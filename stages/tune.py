@@ -23,7 +23,7 @@ worker processes kept for the whole stage (pipeline/infra/parallel.py Workers).
 import logging
 from pathlib import Path
 
-from pipeline.config import apply_values, to_dict
+from pipeline.config import apply_values
 from pipeline.data.manifest import read_manifest
 from pipeline.infra.io import atomic_path, write_json
 from pipeline.infra.parallel import Workers
@@ -37,6 +37,7 @@ from pipeline.studies.tuning import (
     kept_study,
     key_limits,
     run_study,
+    space_dict,
     study_record,
     tuning_order,
     validation_objective,
@@ -50,8 +51,8 @@ def record(params, name: str, inherited: dict, args, workers: Workers, fold_clas
     space = params.tune.spaces.get(name, {})
     base = {
         "run": name,
-        "space": to_dict(space),
-        "limits": {key: list(key_limits(params, key)) for key in space},  # the schema's bounds: reporting at_limit
+        "space": space_dict(space),
+        "limits": {key: list(key_limits(params, key, dim)) for key, dim in space.items()},  # reporting at_limit
         # when a key changes nothing (PROFS's rho and lambda where M = 1): reporting at_limit
         "inert_while": {key: when for key in space if (when := inert_while(params, key, fold_classes))},
         "inherits": params.tune.inherit.get(name),

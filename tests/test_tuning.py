@@ -12,12 +12,13 @@ import pytest
 import torch
 
 from pipeline.config import ParamsError, apply_values
+from pipeline.config.tune import SearchDim
 from pipeline.models.features import FeatureCache
 from pipeline.params.root import params_from_dict
 from pipeline.runs import run_setup
 from pipeline.studies.tuning import TrialResult, completed_trials, run_study, study_name
 from pipeline.training.experiment import train_fold
-from tests.conftest import merge
+from tests.conftest import merge, project_params
 from tests.test_stages import run_stage
 
 SPACE = {
@@ -66,6 +67,14 @@ def test_apply_values_sets_the_keys_and_keeps_everything_else(tune_params):
         ),
         ({"baselines.ms.loss.base": {"low": 0.0, "high": 1.0, "log": True}}, "a log range needs low > 0"),
         ({"train.mode": {"low": 0.0, "high": 1.0}}, "tune.spaces.ms.train.mode: not a numeric params key"),
+        (
+            {"ccp.c2.beta": {"above": "ccp.c2.alpha"}, "ccp.c2.alpha": {"low": 0.01}},
+            r"tune.spaces.ms.ccp.c2.beta: above: ccp.c2.alpha is not a key listed before it in tune.spaces.ms",
+        ),
+        (
+            {"ccp.c2.alpha": {"low": 0.01}, "ccp.c2.beta": {"low": -0.1, "above": "ccp.c2.alpha"}},
+            r"tune.spaces.ms.ccp.c2.beta: a range above ccp.c2.alpha is its excess over it: need low >= 0",
+        ),
     ],
 )
 def test_bad_search_spaces_name_the_key(tiny_dict, dim, message):
@@ -111,6 +120,86 @@ def test_the_same_params_give_the_same_trials_and_a_resumed_study_the_same_as_an
     values = [t["val_map_at_r"] for t in whole]
     assert max(values[4:]) > max(values[:4])
     assert all(3 <= t["values"]["ccp.pool_size"] <= 9 and isinstance(t["values"]["ccp.pool_size"], int) for t in whole)
+
+
+C2_SPACE = {  # the emoji default's C2 search: alpha, and beta by its excess m+ = beta - alpha (CCP eq. 4.2)
+    "ccp.c2.alpha": {"low": 0.01, "high": 1.0},
+    "ccp.c2.beta": {"low": 0.0, "high": 1.0, "above": "ccp.c2.alpha"},
+}
+
+
+def only_space(tiny_dict, space: dict):
+    """The tiny params with `space` the only one (the ms run's), 4 random trials first."""
+    raw = merge(tiny_dict, {"tune": {"startup_trials": 4}})
+    raw["tune"]["spaces"] = {"ms": space}
+    return params_from_dict(raw)
+
+
+def test_a_key_kept_above_another_is_searched_by_its_excess(tiny_dict, tmp_path):
+    """SearchDim.above: the sampler draws beta - alpha, so every trial has beta >= alpha (a box of both keys would
+    propose points the params check rejects); the record keeps the draws (a replay gives the same study) and the
+    run trains at the params values."""
+    from pipeline.studies.tuning import applied, kept_study, space_dict, study_record
+
+    params = only_space(tiny_dict, C2_SPACE)
+    seen = []
+
+    def ridge(values: dict, floors=None) -> TrialResult:  # best at alpha 0.5, m+ 0.2: beyond the old box's alpha 0.3
+        seen.append(values)
+        apply_values(params, values)  # a valid point: beta >= alpha
+        return TrialResult(-((values["ccp.c2.alpha"] - 0.5) ** 2) - (values["ccp.c2.beta"] - 0.7) ** 2, 10, False)
+
+    study = run_study(params, "ms", ridge, tmp_path / "a.journal", trials=12)
+    trials = completed_trials(study)
+    assert all(set(t["values"]) == {"ccp.c2.alpha", "ccp.c2.beta - ccp.c2.alpha"} for t in trials)
+    space = params.tune.spaces["ms"]
+    assert [applied(t["values"], space) for t in trials] == seen  # the objective saw the params values
+    assert all(v["ccp.c2.beta"] >= v["ccp.c2.alpha"] for v in seen) and max(v["ccp.c2.alpha"] for v in seen) > 0.3
+    base = {"run": "ms", "inherited": {}, "space": space_dict(space)}
+    record = study_record(base, study.study_name, trials)
+    best = trials[record["best_trial"]]["values"]
+    assert record["values"] == {
+        "ccp.c2.alpha": best["ccp.c2.alpha"],
+        "ccp.c2.beta": best["ccp.c2.alpha"] + best["ccp.c2.beta - ccp.c2.alpha"],
+    }
+    assert base["space"]["ccp.c2.beta"]["above"] == "ccp.c2.alpha" and "above" not in base["space"]["ccp.c2.alpha"]
+    # a record replayed into an empty journal goes on as the uninterrupted study
+    short = run_study(params, "ms", ridge, tmp_path / "b.journal", trials=6)
+    kept = (short.study_name, completed_trials(short))
+    elsewhere = run_study(params, "ms", ridge, tmp_path / "c.journal", trials=12, kept=kept)
+    assert completed_trials(elsewhere) == trials
+    (tmp_path / "kept").mkdir()
+    (tmp_path / "kept" / f"{study.study_name}.json").write_text(json.dumps(record))
+    assert kept_study(tmp_path / "kept", params, "ms") == (study.study_name, trials)
+
+
+def test_applied_adds_each_excess_to_the_key_it_is_kept_above():
+    """By hand: beta = alpha + m+, a chain in space order, keys drawn as themselves kept, in their order."""
+    from pipeline.studies.tuning import applied
+
+    space = {"a": {"low": 0.0}, "b": {"low": 0.0, "above": "a"}, "c": {"low": 0.0, "above": "b"}, "d": {}}
+    draws = {"a": 0.25, "b - a": 0.5, "c - b": 0.125, "d": 3.0}
+    assert list(applied(draws, space).items()) == [("a", 0.25), ("b", 0.75), ("c", 0.875), ("d", 3.0)]
+    assert applied({"d": 3.0}, {}) == {"d": 3.0}
+
+
+def test_a_space_without_above_keeps_its_study_name(tiny_dict):
+    """`above` came after studies were recorded: a space that does not set it hashes as before (the committed
+    studies keep their names), one that sets it is another study."""
+    from pipeline.studies.tuning import space_dict
+
+    assert space_dict(only_space(tiny_dict, SPACE).tune.spaces["ms"]) == {
+        key: {
+            "low": dim["low"],
+            "high": dim["high"],
+            "log": dim.get("log", False),
+            "integer": dim.get("integer", False),
+        }
+        for key, dim in SPACE.items()
+    }
+    boxed = {key: {k: v for k, v in dim.items() if k != "above"} for key, dim in C2_SPACE.items()}
+    names = [study_name(only_space(tiny_dict, space), "ms") for space in (C2_SPACE, boxed)]
+    assert names[0] != names[1]
 
 
 def with_cap(params, cap: int):
@@ -499,10 +588,47 @@ def test_a_keys_limits_are_the_bounds_its_schema_puts_on_it(tiny_params):
     # a floor set by another key: the pool holds at least ccp.proxies_per_class (2 in the tiny config) a class
     assert key_limits(tiny_params, "ccp.pool_size") == (tiny_params.ccp.proxies_per_class, None)
     assert key_limits(apply_values(tiny_params, {"ccp.proxies_per_class": 3}), "ccp.pool_size") == (3, None)
-    for space in tiny_params.tune.spaces.values():  # the tune stage records every searched key's limits
+    # a ceiling set by another section's key: an HNCM batch keeps a seed class among train.classes_per_batch
+    assert key_limits(tiny_params, "profs.hard_classes") == (1, tiny_params.train.classes_per_batch - 1)
+    assert key_limits(apply_values(tiny_params, {"train.classes_per_batch": 8}), "profs.hard_classes") == (1, 7)
+    # a key drawn as its excess over another: the draw's floor 0 (beta = alpha), whatever the key's own bounds
+    assert key_limits(tiny_params, "ccp.c2.beta", SearchDim(0.0, 1.0, above="ccp.c2.alpha")) == (0.0, None)
+    project = params_from_dict(project_params())  # every range of the default lies within its key's limits
+    for space in project.tune.spaces.values():  # (the tiny batches of 2 classes leave HNCM no hard class)
         for key, dim in space.items():
-            low, high = key_limits(tiny_params, key)
+            low, high = key_limits(project, key, dim)
             assert (low is None or low <= dim.low) and (high is None or dim.high <= high), (key, dim)
+
+
+def test_a_key_kept_above_another_is_placed_in_its_range_by_its_draw(tiny_params):
+    """pipeline/reporting/tuning.py: beta searched by its excess over alpha is at a range end when beta - alpha is,
+    whatever beta's own value; its low end 0 (beta = alpha) is the draw's own limit (key_limits)."""
+    from pipeline.reporting.tuning import study_flaw, tuning_markdown
+
+    dim = {"low": 0.0, "high": 1.0, "log": False, "integer": False}
+    record = {
+        "run": "c2_batch",
+        "space": {"ccp.c2.alpha": {**dim, "low": 0.01}, "ccp.c2.beta": {**dim, "above": "ccp.c2.alpha"}},
+        "limits": {"ccp.c2.alpha": [0.0, None], "ccp.c2.beta": [0.0, None]},
+        "inherits": None,
+        "inherited": {},
+        "trials": 1,
+        "values": {"ccp.c2.alpha": 0.5, "ccp.c2.beta": 0.98},  # m+ 0.48: inside, though beta is at 98 % of [0, 1]
+        "best_trial": 0,
+        "best_val_map_at_r": 0.4,
+        "history": [
+            {"trial": 0, "val_map_at_r": 0.4, "values": {"ccp.c2.alpha": 0.5, "ccp.c2.beta - ccp.c2.alpha": 0.48}}
+        ],
+    }
+    assert study_flaw(record) == ("", [])
+    assert "| `ccp.c2.beta` | 0.192 | **0.98** | [0, 1] above `ccp.c2.alpha` | 40.00 | 1 (0) |" in tuning_markdown(
+        tiny_params, [record], 2
+    )
+    record["values"]["ccp.c2.beta"] = 0.51  # m+ 0.01: its low end, beta = alpha, the draw's own limit
+    assert study_flaw(record) == ("", [])
+    assert "above `ccp.c2.alpha` at its low end, the key's own limit" in tuning_markdown(tiny_params, [record], 2)
+    record["values"]["ccp.c2.beta"] = 1.47  # m+ 0.97: its high end, a clipped search
+    assert study_flaw(record) == ("tuning unfinished", ["ccp.c2.beta at its high end"])
 
 
 def test_profs_rho_and_lambda_change_nothing_where_every_fold_takes_one_step_a_projection(tiny_params):

@@ -21,6 +21,11 @@ class SearchDim:
     high: float = 1.0
     log: bool = False  # sample uniformly in log space (low > 0)
     integer: bool = False
+    # another key of the same space, listed before this one, that this key is kept at or above by the params check
+    # (C2's beta >= alpha, CCP eq. 4.2): the search draws the excess over it in [low, high] (low >= 0), so that
+    # every draw is a valid point (a box of both keys holds beta >= alpha only where beta's range starts at alpha's
+    # end); pipeline/studies/tuning.py `applied`
+    above: str | None = None
 
 
 @section
@@ -56,7 +61,8 @@ class TuneConfig:
 
 
 def check_tune(p, source: str) -> None:
-    """Every tuned key names a numeric params value, every range is a range, and inheritance is a forest whose
+    """Every tuned key names a numeric params value, every range is a range (one `above` another key: an excess over
+    a key listed before it), and inheritance is a forest whose
     runs search disjoint keys (a key tuned twice along a chain would have two values)."""
 
     for run, base in p.tune.inherit.items():
@@ -83,6 +89,10 @@ def check_tune(p, source: str) -> None:
                 raise ParamsError(f"{where}: need low < high, got [{dim.low}, {dim.high}]")
             if dim.log and dim.low <= 0:
                 raise ParamsError(f"{where}: a log range needs low > 0, got {dim.low}")
+            if dim.above is not None and dim.above not in list(space)[: list(space).index(key)]:
+                raise ParamsError(f"{where}: above: {dim.above} is not a key listed before it in tune.spaces.{run}")
+            if dim.above is not None and dim.low < 0:
+                raise ParamsError(f"{where}: a range above {dim.above} is its excess over it: need low >= 0")
 
 
 TUNE = Section("tune", TuneConfig, field(default_factory=TuneConfig))

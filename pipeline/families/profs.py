@@ -54,8 +54,9 @@ class PROFSConfig(MethodConfig):
     m_mode: Literal["derived", "fixed"] = "derived"
     m: int = Field(30, ge=1)
     rho: float = Field(6.0, gt=0.0)
-    # HNCM batches: random seed classes, each followed by this many of its nearest classes (section 4.2)
-    hard_classes: int = Field(1, ge=1)
+    # HNCM batches: random seed classes, each followed by this many of its nearest classes (section 4.2); fewer than
+    # the classes per batch (`_check`): the search's own ceiling there (pipeline/studies/tuning.py key_limits)
+    hard_classes: int = Field(1, ge=1, json_schema_extra={"lt_field": "train.classes_per_batch"})
     # contrastive/triplet/margin: as many hard negatives as positives per anchor (section 5.3), or all pairs
     pair_sampling: Literal["one_negative_per_positive", "all"] = "one_negative_per_positive"
     # MS keeps its own pair mining (Wang et al. eq. 3-4; section 5.3 changes only the pairing) in every variant:

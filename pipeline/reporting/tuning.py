@@ -19,7 +19,14 @@ LATE = 0.2  # a study whose best trial is among its last 20 % of trials is flagg
 
 def _range(dim: dict) -> str:
     kind = "int " if dim["integer"] else ("log " if dim["log"] else "")
-    return f"{kind}[{dim['low']:g}, {dim['high']:g}]"
+    above = f" above `{dim['above']}`" if dim.get("above") else ""
+    return f"{kind}[{dim['low']:g}, {dim['high']:g}]{above}"
+
+
+def drawn(values: dict[str, float], key: str, dim: dict) -> float:
+    """What the search drew for `key` at `values` (a run's used values): the value, or its excess over the key it is
+    kept above (pipeline/studies/tuning.py `applied`), which its range bounds."""
+    return values[key] - values[dim["above"]] if dim.get("above") else values[key]
 
 
 def range_end(value: float, dim: dict) -> str:
@@ -68,7 +75,7 @@ def tuning_frame(params: Params, records: list[dict]) -> pd.DataFrame:
         for key, value in r["values"].items():
             own = key in r["space"] and r["trials"] > 0
             source = _searching_record(by_run, r["run"], key)
-            end = range_end(value, source["space"][key]) if source else ""
+            end = range_end(drawn(r["values"], key, source["space"][key]), source["space"][key]) if source else ""
             rows.append(
                 {
                     "run": r["run"],
@@ -146,10 +153,13 @@ def study_flaw(record: dict | None) -> tuple[str, list[str]]:
         return UNTUNED, [f"{', '.join(record['inherited'])} from {record['inherits']}'s study{own}"]
     if not record["trials"]:
         return UNTUNED, ["no study (trained at params.yaml's values)"]
+    space, values = record["space"], record["values"]
     why = [
         f"{key} at its {end} end"
-        for key, value in record["values"].items()
-        if key in record["space"] and (end := range_end(value, record["space"][key])) and not at_limit(record, key, end)
+        for key in values
+        if key in space
+        and (end := range_end(drawn(values, key, space[key]), space[key]))
+        and not at_limit(record, key, end)
     ]
     late = late_studies([record]).get(record["run"])
     if late:

@@ -63,15 +63,43 @@ from pipeline.training.pruning import Floor
 log = logging.getLogger(__name__)
 
 
+def _above(dim: SearchDim | dict) -> str | None:
+    return dim.get("above") if isinstance(dim, dict) else dim.above  # a record's space (plain data) or the params'
+
+
+def draw_name(key: str, dim: SearchDim | dict) -> str:
+    """What the sampler draws for `key`: the key itself, or ``<key> - <other>``, its excess over the key it is kept
+    above (SearchDim.above)."""
+    return f"{key} - {above}" if (above := _above(dim)) else key
+
+
 def suggest(trial, space: dict[str, SearchDim]) -> dict[str, float]:
-    """One value per key of the space from an Optuna trial (key order fixes the sampler's draws)."""
+    """One draw per key of the space from an Optuna trial, by `draw_name` (key order fixes the sampler's draws)."""
     out = {}
     for key, dim in space.items():
+        name = draw_name(key, dim)
         if dim.integer:
-            out[key] = trial.suggest_int(key, int(dim.low), int(dim.high), log=dim.log)
+            out[name] = trial.suggest_int(name, int(dim.low), int(dim.high), log=dim.log)
         else:
-            out[key] = trial.suggest_float(key, dim.low, dim.high, log=dim.log)
+            out[name] = trial.suggest_float(name, dim.low, dim.high, log=dim.log)
     return out
+
+
+def applied(draws: dict[str, float], space: dict[str, SearchDim] | dict[str, dict]) -> dict[str, float]:
+    """The params values of a trial's draws (`suggest`), in their order: a key drawn as its excess over another is
+    that key's value plus the draw (C2: beta = alpha + m+, the positive margin m+ = beta - alpha >= 0, CCP eq. 4.2)."""
+    values = dict(draws)
+    for key, dim in space.items():  # in space order: the key another is kept above comes first (check_tune)
+        if above := _above(dim):
+            name = draw_name(key, dim)
+            values = {(key if n == name else n): (v + values[above] if n == name else v) for n, v in values.items()}
+    return values
+
+
+def space_dict(space: dict[str, SearchDim]) -> dict[str, dict]:
+    """A space as plain data (names and records), `above` only where set: it was added after studies were recorded,
+    which keep their names and records."""
+    return {key: {k: v for k, v in to_dict(dim).items() if k != "above" or v is not None} for key, dim in space.items()}
 
 
 _LOCATIONS = ("source", "download_dir", "mirror")  # where the data set's files come from, not what they hold
@@ -80,21 +108,35 @@ _LOCATIONS = ("source", "download_dir", "mirror")  # where the data set's files 
 _NAMED_WHEN_CHANGED = {"data": {"background": "white"}}
 
 
-def key_limits(params: Params, key: str) -> tuple[float | None, float | None]:
-    """The bounds the schema itself puts on a searched dotted key (pydantic's ``ge``/``gt`` and ``le``/``lt``, and a
-    ``ge_field`` naming a sibling key it may not be below, as CCP's pool size and its proxies per class; None where
-    it puts none): where the key stops meaning what its loss says (a margin below 0, a cosine radius above 1, a
-    pool smaller than the proxies Algorithm 2 picks from it), so a search range may end there without having
-    stopped short (pipeline/reporting/tuning.py)."""
+def key_limits(params: Params, key: str, dim: SearchDim | None = None) -> tuple[float | None, float | None]:
+    """The bounds the schema itself puts on a searched dotted key (pydantic's ``ge``/``gt`` and ``le``/``lt``, a
+    ``ge_field`` naming a key it may not be below, as CCP's pool size and its proxies per class, and an ``lt_field``
+    naming one it must stay below, as PROFS's hard classes and the classes per batch: a sibling, or a dotted key
+    from the root; None where it puts none): where the key stops meaning what its loss says (a margin below 0, a
+    cosine radius above 1, a pool smaller than the proxies Algorithm 2 picks from it), so a search range may end
+    there without having stopped short (pipeline/reporting/tuning.py). For a key drawn as its excess over another
+    (`dim.above`), the bounds of the draw: 0 below (the key at the other's value), none above."""
+    if dim is not None and dim.above:
+        return 0.0, None
     *path, last = key.split(".")
     node = params
     for part in path:
         node = node[part] if isinstance(node, dict) else getattr(node, field_name(part))
     info = type(node).__pydantic_fields__[field_name(last)]
+    extra = info.json_schema_extra or {}
+
+    def other(name: str):
+        found = params if "." in name else node
+        for part in name.split("."):
+            found = getattr(found, field_name(part))
+        return found
+
     low = [getattr(m, bound) for m in info.metadata for bound in ("ge", "gt") if hasattr(m, bound)]
-    if sibling := (info.json_schema_extra or {}).get("ge_field"):
-        low.append(getattr(node, field_name(sibling)))
+    if "ge_field" in extra:
+        low.append(other(extra["ge_field"]))
     high = [getattr(m, bound) for m in info.metadata for bound in ("le", "lt") if hasattr(m, bound)]
+    if "lt_field" in extra:
+        high.append(other(extra["lt_field"]) - (1 if info.annotation is int else 0))  # an integer's largest: one below
     return (max(low) if low else None, min(high) if high else None)
 
 
@@ -150,7 +192,7 @@ def study_name(params: Params, run: str, inherited: dict[str, float] | None = No
         "tune": {
             "sampler": params.tune.sampler,
             "startup_trials": params.tune.startup_trials,
-            "space": to_dict(params.tune.spaces.get(run, {})),
+            "space": space_dict(params.tune.spaces.get(run, {})),
         },
     }
     if params.tune.pruner.rule != "none":  # added after studies were recorded: named only when on
@@ -272,7 +314,7 @@ def _finish(study, params: Params, run: str, space: dict[str, SearchDim], object
             params.tune.sampler, derive_seed(params.seed, "tune", run, done), params.tune.startup_trials
         )
         trial = study.ask()
-        values = suggest(trial, space)
+        values = applied(suggest(trial, space), space)
         completed = study.get_trials(deepcopy=False, states=(TrialState.COMPLETE,))
         result = objective(values, pruning_floors(completed, params.tune.pruner, params.experiment.folds))
         if not np.isfinite(result.value):
@@ -292,7 +334,7 @@ def _finish(study, params: Params, run: str, space: dict[str, SearchDim], object
 
 def completed_trials(study) -> list[dict]:
     """The finished trials in the order they ran: number, value (None for a pruned trial, marked pruned) and the
-    values tried."""
+    values drawn (`suggest`: a key kept above another by its excess, `applied` gives the params values)."""
     from optuna.trial import TrialState
 
     out = []
@@ -362,12 +404,13 @@ def replay(study, history: list[dict], space: dict[str, SearchDim]) -> None:
             return IntDistribution(int(dim.low), int(dim.high), log=dim.log)
         return FloatDistribution(dim.low, dim.high, log=dim.log)
 
+    distributions = {draw_name(key, dim): distribution(dim) for key, dim in space.items()}
     for t in history:
         pruned = t.get("pruned", False)
         study.add_trial(
             optuna.trial.create_trial(
                 params=t["values"],
-                distributions={key: distribution(space[key]) for key in t["values"]},
+                distributions={name: distributions[name] for name in t["values"]},
                 value=None if pruned else t["val_map_at_r"],
                 state=TrialState.PRUNED if pruned else TrialState.COMPLETE,
                 user_attrs={k: t[k] for k in ("max_epochs", "epochs_run", "capped") if k in t},
@@ -377,14 +420,14 @@ def replay(study, history: list[dict], space: dict[str, SearchDim]) -> None:
 
 def study_record(base: dict, name: str, history: list[dict]) -> dict:
     """`base` (a run's record: space, inherited values) with study `name`'s trials and its best one (the first of
-    equal ones): the values the run trains at are the inherited ones and the best trial's."""
+    equal ones): the values the run trains at are the inherited ones and the best trial's (`applied` to its draws)."""
     best = max(completed(history), key=lambda t: t["val_map_at_r"])
     return {
         **base,
         "study": name,
         "trials": len(history),
         "pruned": len(history) - len(completed(history)),
-        "values": {**base["inherited"], **best["values"]},
+        "values": {**base["inherited"], **applied(best["values"], base.get("space", {}))},
         "best_trial": best["trial"],
         "best_val_map_at_r": best["val_map_at_r"],
         "history": history,
