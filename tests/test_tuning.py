@@ -225,6 +225,35 @@ def test_a_new_epoch_cap_reruns_only_the_studies_it_alters(tune_params, tmp_path
     assert run_study(with_cap(tune_params, 60), "ms", bowl, cut, trials=2).study_name == first.study_name
 
 
+def test_a_raised_cap_reruns_a_recorded_study_under_the_new_name_where_its_journal_is_not(tune_params, tmp_path):
+    """A committed record with a trial the cap cut, on a machine without its journal: the study starts again as
+    ``<name>-epochs<cap>`` (as it does beside its journal), and its record under the old name is kept, not
+    overwritten; once that study has trials, it goes on from its own record."""
+    from pipeline.studies.tuning import finished_study, kept_study, study_record
+
+    cut = run_study(
+        with_cap(tune_params, 60), "ms", lambda v, f: bowl(v, epochs_run=60, capped=True), tmp_path / "a", trials=3
+    )
+    folder = tmp_path / "kept"
+    folder.mkdir()
+    (folder / f"{cut.study_name}.json").write_text(
+        json.dumps(study_record({"inherited": {}}, cut.study_name, completed_trials(cut)))
+    )
+    raised = with_cap(tune_params, 400)
+    raised = dataclasses.replace(raised, tune=dataclasses.replace(raised.tune, trials=2))
+    kept = kept_study(folder, raised, "ms")
+    assert kept == (f"{cut.study_name}-epochs400", []) and finished_study(folder, raised, "ms") is None
+    again = run_study(raised, "ms", bowl, tmp_path / "elsewhere.journal", trials=2, kept=kept)
+    beside = run_study(raised, "ms", bowl, tmp_path / "a", trials=2)  # the journal that holds the cut trials
+    assert again.study_name == beside.study_name == f"{cut.study_name}-epochs400"
+    assert completed_trials(again) == completed_trials(beside)
+    (folder / f"{again.study_name}.json").write_text(
+        json.dumps(study_record({"inherited": {}}, again.study_name, completed_trials(again)))
+    )
+    assert kept_study(folder, raised, "ms") == (again.study_name, completed_trials(again))
+    assert kept_study(folder, with_cap(tune_params, 60), "ms")[0] == cut.study_name  # the old cap: the old study
+
+
 def test_a_finished_study_is_taken_from_its_record_only_when_it_is_what_the_study_would_give(tune_params, tmp_path):
     """finished_study follows run_study's rules: the same study name, enough trials (a longer study's first trials
     are the shorter study, trial for trial), the epoch cap rule; an unreadable record names its file."""

@@ -281,11 +281,11 @@ def run_study(
     journal = JournalStorage(JournalFileBackend(str(storage)))
     cap = run_train_config(params, run).max_epochs
     name = study_name(params, run, inherited)
-    if kept is not None and params.tune.pruner.rule != "none":
+    if kept is not None and kept[1] and params.tune.pruner.rule != "none":
         log.info("%s: the record of %s is not replayed (pruning is on; it keeps no fold curves)", run, kept[0])
     elif kept is not None:
         study = optuna.create_study(study_name=kept[0], direction="maximize", load_if_exists=True, storage=journal)
-        if not study.get_trials(deepcopy=False):
+        if kept[1] and not study.get_trials(deepcopy=False):
             log.info("%s: %d trials of %s replayed from its record", run, len(kept[1]), kept[0])
             replay(study, kept[1], space)
         if kept[0] != name:  # the record of <name>-epochs<cap>: the study that goes on
@@ -358,12 +358,15 @@ def kept_study(
     """The name and every trial of `run`'s study kept in `folder` as ``<study name>.json`` (a record of
     stages/tune.py, finished or in progress) when its trials are what `run_study` would give now, else None: the
     same study name (every setting that changes what a trial measures) and the epoch cap rule of `run_study`
-    (module docstring)."""
+    (module docstring). A record of the study that the cap altered, with none of ``<name>-epochs<cap>`` yet, gives
+    that name and no trials: the study starts there, as where the journal holds the altered trials (not under the
+    old name, whose record it would overwrite)."""
     from pipeline.infra.errors import PipelineError
     from pipeline.infra.io import read_json
 
     cap = run_train_config(params, run).max_epochs
     name = study_name(params, run, inherited)
+    altered = False
     for candidate in (name, f"{name}-epochs{cap}"):
         path = folder / f"{candidate}.json"
         if not path.is_file():
@@ -374,9 +377,10 @@ def kept_study(
         except (ValueError, KeyError, TypeError) as err:
             raise PipelineError(f"{path}: not a study's record ({err}); delete it to run the study again") from err
         if candidate == name and not all(holds_under(t, cap) for t in history):
+            altered = True
             continue
         return candidate, history
-    return None
+    return (f"{name}-epochs{cap}", []) if altered else None
 
 
 def finished_study(
