@@ -216,41 +216,47 @@ def test_a_new_epoch_cap_reruns_only_the_studies_it_alters(tune_params, tmp_path
     assert higher.study_name == first.study_name == study_name(tune_params, "ms")  # the cap is not in the name
     trials = completed_trials(higher)
     assert [t["max_epochs"] for t in trials] == [60] * 5 + [200] * 2 and trials[:5] == before
-    lower = run_study(with_cap(tune_params, 100), "ms", lambda v, f: bowl(v, epochs_run=30), journal, trials=3)
+    lower = run_study(with_cap(tune_params, 100), "ms", lambda v, f: bowl(v, epochs_run=30), journal, trials=7)
     assert lower.study_name == f"{first.study_name}-epochs100"  # trials 5 and 6 trained 120 epochs
-    assert [t["max_epochs"] for t in completed_trials(lower)] == [100] * 3
+    assert completed_trials(lower)[:5] == before  # trials 0-4 stopped at 40 epochs under both caps: taken over
+    assert [t["max_epochs"] for t in completed_trials(lower)] == [60] * 5 + [100] * 2
     cut = tmp_path / "cut.journal"
     run_study(with_cap(tune_params, 60), "ms", lambda v, f: bowl(v, epochs_run=60, capped=True), cut, trials=2)
     assert run_study(with_cap(tune_params, 400), "ms", bowl, cut, trials=2).study_name.endswith("-epochs400")
     assert run_study(with_cap(tune_params, 60), "ms", bowl, cut, trials=2).study_name == first.study_name
 
 
-def test_a_raised_cap_reruns_a_recorded_study_under_the_new_name_where_its_journal_is_not(tune_params, tmp_path):
-    """A committed record with a trial the cap cut, on a machine without its journal: the study starts again as
-    ``<name>-epochs<cap>`` (as it does beside its journal), and its record under the old name is kept, not
-    overwritten; once that study has trials, it goes on from its own record."""
+def test_a_raised_cap_reruns_a_study_from_the_trials_it_does_not_alter(tune_params, tmp_path):
+    """A study with a trial the cap cut (trial 3 of 5) runs again at a raised cap as ``<name>-epochs<cap>``, beside
+    its journal or from its committed record alone (which is kept, not overwritten), starting from its trials 0-2:
+    the same trials a fresh run would repeat (the bowl is deterministic), then new ones."""
     from pipeline.studies.tuning import finished_study, kept_study, study_record
 
-    cut = run_study(
-        with_cap(tune_params, 60), "ms", lambda v, f: bowl(v, epochs_run=60, capped=True), tmp_path / "a", trials=3
-    )
+    def cut_at_3(values, floors=None):
+        cut_at_3.n += 1
+        return bowl(values, epochs_run=60 if cut_at_3.n == 4 else 40, capped=cut_at_3.n == 4)
+
+    cut_at_3.n = 0
+    cut = run_study(with_cap(tune_params, 60), "ms", cut_at_3, tmp_path / "a", trials=5)
+    old = completed_trials(cut)
     folder = tmp_path / "kept"
     folder.mkdir()
-    (folder / f"{cut.study_name}.json").write_text(
-        json.dumps(study_record({"inherited": {}}, cut.study_name, completed_trials(cut)))
-    )
+    (folder / f"{cut.study_name}.json").write_text(json.dumps(study_record({"inherited": {}}, cut.study_name, old)))
     raised = with_cap(tune_params, 400)
-    raised = dataclasses.replace(raised, tune=dataclasses.replace(raised.tune, trials=2))
+    raised = dataclasses.replace(raised, tune=dataclasses.replace(raised.tune, trials=6))
     kept = kept_study(folder, raised, "ms")
-    assert kept == (f"{cut.study_name}-epochs400", []) and finished_study(folder, raised, "ms") is None
-    again = run_study(raised, "ms", bowl, tmp_path / "elsewhere.journal", trials=2, kept=kept)
-    beside = run_study(raised, "ms", bowl, tmp_path / "a", trials=2)  # the journal that holds the cut trials
+    assert kept == (f"{cut.study_name}-epochs400", old[:3]) and finished_study(folder, raised, "ms") is None
+    again = run_study(raised, "ms", bowl, tmp_path / "elsewhere.journal", trials=6, kept=kept)
+    beside = run_study(raised, "ms", bowl, tmp_path / "a", trials=6)  # the journal that holds the cut trials
+    fresh = completed_trials(run_study(raised, "ms", bowl, tmp_path / "fresh.journal", trials=6))
     assert again.study_name == beside.study_name == f"{cut.study_name}-epochs400"
-    assert completed_trials(again) == completed_trials(beside)
+    assert completed_trials(again) == completed_trials(beside) and completed_trials(again)[:3] == old[:3]
+    assert [t["values"] for t in completed_trials(again)] == [t["values"] for t in fresh]  # as if run from trial 0
+    assert json.loads((folder / f"{cut.study_name}.json").read_text())["history"] == old
     (folder / f"{again.study_name}.json").write_text(
         json.dumps(study_record({"inherited": {}}, again.study_name, completed_trials(again)))
     )
-    assert kept_study(folder, raised, "ms") == (again.study_name, completed_trials(again))
+    assert finished_study(folder, raised, "ms") == (again.study_name, completed_trials(again))
     assert kept_study(folder, with_cap(tune_params, 60), "ms")[0] == cut.study_name  # the old cap: the old study
 
 

@@ -36,7 +36,9 @@ measures the same under any cap it stayed below, so the cap is not in the finger
 cap it ran at, the most epochs a fold model trained and whether one stopped at the cap. A study whose every trial
 holds under the current cap goes on; one with a trial the cap cut, or one that trained beyond a lowered cap, is
 altered by the change and runs again as ``<name>-epochs<cap>`` (raising the cap for a data set re-runs exactly
-the studies it cut).
+the studies it cut). That study starts from the old one's trials before the first it alters, which it would only
+repeat (trial n depends only on the trials before it, and each of them stopped below both caps), with pruning off
+(the records keep no fold curves for its floors).
 """
 
 from __future__ import annotations
@@ -252,6 +254,14 @@ def holds_under(trial, cap: int) -> bool:
     return attrs["max_epochs"] == cap or (not attrs["capped"] and attrs["epochs_run"] <= cap)
 
 
+def holding_prefix(history: list[dict], cap: int) -> list[dict]:
+    """A study's trials (`completed_trials` rows) before the first one that does not hold under epoch cap `cap`."""
+    for i, t in enumerate(history):
+        if not holds_under(t, cap):
+            return history[:i]
+    return history
+
+
 def run_study(
     params: Params,
     run: str,
@@ -281,23 +291,28 @@ def run_study(
     journal = JournalStorage(JournalFileBackend(str(storage)))
     cap = run_train_config(params, run).max_epochs
     name = study_name(params, run, inherited)
-    if kept is not None and kept[1] and params.tune.pruner.rule != "none":
-        log.info("%s: the record of %s is not replayed (pruning is on; it keeps no fold curves)", run, kept[0])
-    elif kept is not None:
+    pruning = params.tune.pruner.rule != "none"
+    if kept is not None:
         study = optuna.create_study(study_name=kept[0], direction="maximize", load_if_exists=True, storage=journal)
-        if kept[1] and not study.get_trials(deepcopy=False):
+        if kept[1] and pruning:
+            log.info("%s: the record of %s is not replayed (pruning is on; it keeps no fold curves)", run, kept[0])
+        elif kept[1] and not study.get_trials(deepcopy=False):
             log.info("%s: %d trials of %s replayed from its record", run, len(kept[1]), kept[0])
             replay(study, kept[1], space)
-        if kept[0] != name:  # the record of <name>-epochs<cap>: the study that goes on
+        if kept[0] != name:  # <name>-epochs<cap>: the study that goes on
             return _finish(study, params, run, space, objective, trials, progress)
     study = optuna.create_study(study_name=name, direction="maximize", load_if_exists=True, storage=journal)
     completed = study.get_trials(deepcopy=False, states=(TrialState.COMPLETE,))
     altered = [t.number for t in completed if not holds_under(t, cap)]
     if altered:
         log.info("%s: trials %s do not hold under max_epochs %d; study %s-epochs%d", run, altered, cap, name, cap)
+        before = holding_prefix(completed_trials(study), cap)
         study = optuna.create_study(
             study_name=f"{name}-epochs{cap}", direction="maximize", load_if_exists=True, storage=journal
         )
+        if before and not pruning and not study.get_trials(deepcopy=False):
+            log.info("%s: its first %d trials, which the cap does not alter, taken over", run, len(before))
+            replay(study, before, space)
     return _finish(study, params, run, space, objective, trials, progress)
 
 
@@ -359,14 +374,14 @@ def kept_study(
     stages/tune.py, finished or in progress) when its trials are what `run_study` would give now, else None: the
     same study name (every setting that changes what a trial measures) and the epoch cap rule of `run_study`
     (module docstring). A record of the study that the cap altered, with none of ``<name>-epochs<cap>`` yet, gives
-    that name and no trials: the study starts there, as where the journal holds the altered trials (not under the
-    old name, whose record it would overwrite)."""
+    that name and the trials before the first it alters (`holding_prefix`): the study starts there, as beside the
+    journal that holds the altered trials (not under the old name, whose record it would overwrite)."""
     from pipeline.infra.errors import PipelineError
     from pipeline.infra.io import read_json
 
     cap = run_train_config(params, run).max_epochs
     name = study_name(params, run, inherited)
-    altered = False
+    altered = None
     for candidate in (name, f"{name}-epochs{cap}"):
         path = folder / f"{candidate}.json"
         if not path.is_file():
@@ -377,10 +392,10 @@ def kept_study(
         except (ValueError, KeyError, TypeError) as err:
             raise PipelineError(f"{path}: not a study's record ({err}); delete it to run the study again") from err
         if candidate == name and not all(holds_under(t, cap) for t in history):
-            altered = True
+            altered = holding_prefix(history, cap)
             continue
         return candidate, history
-    return (f"{name}-epochs{cap}", []) if altered else None
+    return None if altered is None else (f"{name}-epochs{cap}", altered)
 
 
 def finished_study(
