@@ -62,8 +62,8 @@ class TuneConfig:
 
 def check_tune(p, source: str) -> None:
     """Every tuned key names a numeric params value, every range is a range (one `above` another key: an excess over
-    a key listed before it), and inheritance is a forest whose
-    runs search disjoint keys (a key tuned twice along a chain would have two values)."""
+    a key listed before it), and inheritance is a forest whose runs search disjoint keys (a key tuned twice along a
+    chain would have two values)."""
 
     for run, base in p.tune.inherit.items():
         chain, node = [run], base
