@@ -626,6 +626,11 @@ def test_a_keys_limits_are_the_bounds_its_schema_puts_on_it(tiny_params):
     # a ceiling set by another section's key: an HNCM batch keeps a seed class among train.classes_per_batch
     assert key_limits(tiny_params, "profs.hard_classes") == (1, tiny_params.train.classes_per_batch - 1)
     assert key_limits(apply_values(tiny_params, {"train.classes_per_batch": 8}), "profs.hard_classes") == (1, 7)
+    # a contrastive margin beyond every distance of the unit ball: 2 under l2 (PROFS's) or lipschitz, none unnormalised
+    assert key_limits(tiny_params, "profs.contrastive.neg_margin") == (0.0, 2.0)
+    assert key_limits(tiny_params, "profs.contrastive.pos_margin") == (0.0, 2.0)
+    unnormalised = apply_values(tiny_params, {"profs.embedding_norm": "none"})
+    assert key_limits(unnormalised, "profs.contrastive.neg_margin") == (0.0, None)
     # a key drawn as its excess over another: the draw's floor 0 (beta = alpha), whatever the key's own bounds
     assert key_limits(tiny_params, "ccp.c2.beta", SearchDim(0.0, 1.0, above="ccp.c2.alpha")) == (0.0, None)
     project = params_from_dict(project_params())  # every range of the default lies within its key's limits

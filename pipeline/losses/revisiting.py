@@ -27,8 +27,11 @@ class ContrastiveLossParams:
     """Contrastive (Hadsell et al. 2006; Revisiting eq. 1): d on positives, [gamma - d]_+ on negatives (Euclidean)."""
 
     name: Literal["contrastive"] = "contrastive"
-    pos_margin: float = Field(0.0, ge=0.0)
-    neg_margin: float = Field(1.0, gt=0.0)
+    # embeddings in the unit ball (the run's embedding_norm l2 or lipschitz) lie at most 2 apart: from a margin of 2
+    # no positive pair costs anything, and every negative pair's hinge has the same gradient, so 2 is each margin's
+    # own limit there (pipeline/studies/tuning.py key_limits)
+    pos_margin: float = Field(0.0, ge=0.0, json_schema_extra={"le_in_unit_ball": 2.0})
+    neg_margin: float = Field(1.0, gt=0.0, json_schema_extra={"le_in_unit_ball": 2.0})
 
 
 @register_loss(ContrastiveLossParams, xbm=True)

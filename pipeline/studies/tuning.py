@@ -114,16 +114,18 @@ def key_limits(params: Params, key: str, dim: SearchDim | None = None) -> tuple[
     """The bounds the schema itself puts on a searched dotted key (pydantic's ``ge``/``gt`` and ``le``/``lt``, a
     ``ge_field`` naming a key it may not be below, as CCP's pool size and its proxies per class, and an ``lt_field``
     naming one it must stay below, as PROFS's hard classes and the classes per batch: a sibling, or a dotted key
-    from the root; None where it puts none): where the key stops meaning what its loss says (a margin below 0, a
-    cosine radius above 1, a pool smaller than the proxies Algorithm 2 picks from it), so a search range may end
-    there without having stopped short (pipeline/reporting/tuning.py). For a key drawn as its excess over another
-    (`dim.above`), the bounds of the draw: 0 below (the key at the other's value), none above."""
+    from the root; and ``le_in_unit_ball`` where the method section normalises into the unit ball, as a contrastive
+    margin's 2; None where it puts none): where the key stops meaning what its loss says (a margin below 0, a cosine
+    radius above 1, a pool smaller than the proxies Algorithm 2 picks from it, a margin beyond every distance), so a
+    search range may end there without having stopped short (pipeline/reporting/tuning.py). For a key drawn as its
+    excess over another (`dim.above`), the bounds of the draw: 0 below (the key at the other's value), none above."""
     if dim is not None and dim.above:
         return 0.0, None
     *path, last = key.split(".")
-    node = params
+    node, norm = params, None
     for part in path:
         node = node[part] if isinstance(node, dict) else getattr(node, field_name(part))
+        norm = getattr(node, "embedding_norm", norm)  # the method section's normalisation, if the key is in one
     info = type(node).__pydantic_fields__[field_name(last)]
     extra = info.json_schema_extra or {}
 
@@ -139,6 +141,8 @@ def key_limits(params: Params, key: str, dim: SearchDim | None = None) -> tuple[
     high = [getattr(m, bound) for m in info.metadata for bound in ("le", "lt") if hasattr(m, bound)]
     if "lt_field" in extra:
         high.append(other(extra["lt_field"]) - (1 if info.annotation is int else 0))  # an integer's largest: one below
+    if "le_in_unit_ball" in extra and norm in ("l2", "lipschitz"):  # distances at most 2 (a contrastive margin's)
+        high.append(extra["le_in_unit_ball"])
     return (max(low) if low else None, min(high) if high else None)
 
 
