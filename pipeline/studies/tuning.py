@@ -50,6 +50,8 @@ import logging
 import tempfile
 from collections.abc import Callable
 from dataclasses import dataclass
+from functools import reduce
+from itertools import accumulate
 from pathlib import Path
 
 import numpy as np
@@ -110,6 +112,10 @@ _LOCATIONS = ("source", "download_dir", "mirror")  # where the data set's files 
 _NAMED_WHEN_CHANGED = {"data": {"background": "white"}}
 
 
+def _child(node, part: str):
+    return node[part] if isinstance(node, dict) else getattr(node, field_name(part))
+
+
 def key_limits(params: Params, key: str, dim: SearchDim | None = None) -> tuple[float | None, float | None]:
     """The bounds the schema itself puts on a searched dotted key (pydantic's ``ge``/``gt`` and ``le``/``lt``, a
     ``ge_field`` naming a key it may not be below, as CCP's pool size and its proxies per class, and an ``lt_field``
@@ -122,18 +128,15 @@ def key_limits(params: Params, key: str, dim: SearchDim | None = None) -> tuple[
     if dim is not None and dim.above:
         return 0.0, None
     *path, last = key.split(".")
-    node, norm = params, None
-    for part in path:
-        node = node[part] if isinstance(node, dict) else getattr(node, field_name(part))
-        norm = getattr(node, "embedding_norm", norm)  # the method section's normalisation, if the key is in one
+    nodes = list(accumulate(path, _child, initial=params))  # params, then each section down to the key's
+    node = nodes[-1]
     info = type(node).__pydantic_fields__[field_name(last)]
     extra = info.json_schema_extra or {}
+    # the method section's normalisation, if the key is in one
+    norm = next((n.embedding_norm for n in reversed(nodes) if hasattr(n, "embedding_norm")), None)
 
-    def other(name: str):
-        found = params if "." in name else node
-        for part in name.split("."):
-            found = getattr(found, field_name(part))
-        return found
+    def other(name: str):  # a sibling of the key, or a dotted key from the root
+        return reduce(_child, name.split("."), params if "." in name else node)
 
     low = [getattr(m, bound) for m in info.metadata for bound in ("ge", "gt") if hasattr(m, bound)]
     if "ge_field" in extra:
