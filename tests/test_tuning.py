@@ -631,6 +631,9 @@ def test_a_keys_limits_are_the_bounds_its_schema_puts_on_it(tiny_params):
     assert key_limits(tiny_params, "profs.contrastive.pos_margin") == (0.0, 2.0)
     unnormalised = apply_values(tiny_params, {"profs.embedding_norm": "none"})
     assert key_limits(unnormalised, "profs.contrastive.neg_margin") == (0.0, None)
+    # the top of the paper's reading of a key: PROFS's small lambda (eq. 2.4), not a bound the schema enforces
+    assert key_limits(tiny_params, "profs.lambda") == (0.0, 1.0)
+    assert apply_values(tiny_params, {"profs.lambda": 5.0}).profs.lambda_ == 5.0
     # a key drawn as its excess over another: the draw's floor 0 (beta = alpha), whatever the key's own bounds
     assert key_limits(tiny_params, "ccp.c2.beta", SearchDim(0.0, 1.0, above="ccp.c2.alpha")) == (0.0, None)
     project = params_from_dict(project_params())  # every range of the default lies within its key's limits

@@ -40,7 +40,8 @@ def range_end(value: float, dim: dict) -> str:
 
 def at_limit(record: dict, key: str, end: str) -> bool:
     """Whether the `end` ("low" / "high") of `key`'s range in `record`'s study is the key's own limit: the bound
-    the schema puts on it (stages/tune.py `limits`: a margin's 0, a cosine radius's 1), or a best value at which the
+    the schema puts on it (stages/tune.py `limits`: a margin's 0, a cosine radius's 1; or the top of the paper's
+    reading of the key, PROFS's lambda's 1: pipeline/studies/tuning.py READING_TOPS), or a best value at which the
     key changes nothing (`inert_while`: PROFS's rho and lambda where M is 1). The search covered every model the
     key gives on that side, so a best value there is the loss's edge, not a clipped search."""
     limits = record.get("limits", {}).get(key)
@@ -230,8 +231,9 @@ def tuning_markdown(params: Params, records: list[dict], decimals: int) -> str:
     if len(at_limit_rows):
         text += (
             f"\nBest value within {EDGE:.0%} of a range end that is the key's own limit (the bound its schema puts"
-            " on it, where the loss stops meaning what it says: a margin below 0, a cosine radius above 1; or a"
-            " value at which the key changes nothing: PROFS's rho and lambda where M is 1): "
+            " on it, where the loss stops meaning what it says: a margin below 0, a cosine radius above 1; the top"
+            " of the paper's reading of the key: PROFS's small lambda, at most 1; or a value at which the key changes"
+            " nothing: PROFS's rho and lambda where M is 1): "
             + ", ".join(f"`{row.run}` `{row.key}` ({row.range_end})" for row in at_limit_rows.itertuples())
             + ". The search covered every model the key gives on that side, so no wider range would find another;"
             " the value is the loss's edge, not a clipped search, and does not make the tuning unfinished.\n"

@@ -116,12 +116,21 @@ def _child(node, part: str):
     return node[part] if isinstance(node, dict) else getattr(node, field_name(part))
 
 
+# The top of the paper's reading of a key, where the schema sets no bound because the other reading is a user's to
+# take (a range beyond it): PROFS's lambda, eq. 4.7's proximal weight. Its projection steps approximate the set
+# indicator for small lambda (eq. 2.3-2.4; "lambda should be as small as possible", section 5.4.2); we read small as
+# lambda <= 1, the hinge's weight 1 / lambda in eq. 2.4 at least 1 against the proximal term's fixed 1/2. Above it a
+# step is less a projection than a shortened step of the plain loss, which the plain arm cannot take (docs/tuning.md).
+READING_TOPS = {"profs.lambda": 1.0}
+
+
 def key_limits(params: Params, key: str, dim: SearchDim | None = None) -> tuple[float | None, float | None]:
     """The bounds the schema itself puts on a searched dotted key (pydantic's ``ge``/``gt`` and ``le``/``lt``, a
     ``ge_field`` naming a key it may not be below, as CCP's pool size and its proxies per class, and an ``lt_field``
     naming one it must stay below, as PROFS's hard classes and the classes per batch: a sibling, or a dotted key
-    from the root; and ``le_in_unit_ball`` where the method section normalises into the unit ball, as a contrastive
-    margin's 2; None where it puts none): where the key stops meaning what its loss says (a margin below 0, a cosine
+    from the root; ``le_in_unit_ball`` where the method section normalises into the unit ball, as a contrastive
+    margin's 2; and `READING_TOPS`, the top of the paper's reading of the key, as PROFS's small lambda; None where
+    it puts none): where the key stops meaning what its loss says (a margin below 0, a cosine
     radius above 1, a pool smaller than the proxies Algorithm 2 picks from it, a margin beyond every distance), so a
     search range may end there without having stopped short (pipeline/reporting/tuning.py). For a key drawn as its
     excess over another (`dim.above`), the bounds of the draw: 0 below (the key at the other's value), none above."""
@@ -146,6 +155,8 @@ def key_limits(params: Params, key: str, dim: SearchDim | None = None) -> tuple[
         high.append(other(extra["lt_field"]) - (1 if info.annotation is int else 0))  # an integer's largest: one below
     if "le_in_unit_ball" in extra and norm in ("l2", "lipschitz"):  # distances at most 2 (a contrastive margin's)
         high.append(extra["le_in_unit_ball"])
+    if key in READING_TOPS:
+        high.append(READING_TOPS[key])
     return (max(low) if low else None, min(high) if high else None)
 
 
