@@ -374,7 +374,7 @@ def study(run: str, trials: int, values: dict, best_trial: int = 0, inherits: st
 def test_a_claim_is_untuned_unless_both_arms_ran_studies_of_their_own_with_the_same_trials():
     from pipeline.reporting.tuning import claim_tuning
 
-    a, b = study("a", 20, {"x": 5.0}, best_trial=3), study("b", 20, {"y": 4.0}, best_trial=10)
+    a, b = study("a", 20, {"x": 5.0}, best_trial=3), study("b", 20, {"x": 5.0, "y": 4.0}, best_trial=10)
     assert claim_tuning({"a": a, "b": b}, "a", "b") == ("", "")
     assert claim_tuning({"a": a, "b": study("b", 0, {})}, "a", "b") == (
         "untuned",
@@ -384,22 +384,43 @@ def test_a_claim_is_untuned_unless_both_arms_ran_studies_of_their_own_with_the_s
         "untuned",
         "b: x from a's study, no study of its own",
     )
-    assert claim_tuning({"a": a, "b": study("b", 10, {"y": 4.0}, best_trial=3)}, "a", "b") == (
+    assert claim_tuning({"a": a, "b": study("b", 10, {"x": 5.0, "y": 4.0}, best_trial=3)}, "a", "b") == (
         "untuned",
         "a: 20 trials, b: 10",
     )
     assert claim_tuning({"b": b}, "a", "b") == ("untuned", "a: no tuning record")
 
 
+def test_a_claim_is_untuned_unless_its_arms_search_the_keys_they_share_over_the_same_ranges():
+    """The better arm searches every family key the base arm searches, over the same range (MS-CCP's beta on
+    [0.01, 1000] beside Loss-Proxy's [0.01, 100] is not equal effort); its variant keys are its own to add, and
+    keys under an arm's own `baselines.<run>.` are not shared."""
+    from pipeline.reporting.tuning import claim_tuning
+
+    a = study("a", 20, {"ccp.ms.beta": 5.0}, best_trial=3)
+    b = study("b", 20, {"ccp.ms.beta": 5.0, "ccp.lambda": 4.0}, best_trial=3)
+    assert claim_tuning({"a": a, "b": b}, "a", "b") == ("", "")
+    b["space"]["ccp.ms.beta"] = {"low": 0.0, "high": 20.0, "log": False, "integer": False}
+    assert claim_tuning({"a": a, "b": b}, "a", "b") == (
+        "untuned",
+        "ccp.ms.beta searched on [0, 10] by a, [0, 20] by b",
+    )
+    skipped = study("b", 20, {"ccp.lambda": 4.0}, best_trial=3)
+    assert claim_tuning({"a": a, "b": skipped}, "a", "b") == ("untuned", "b: ccp.ms.beta not searched (a searched it)")
+    own_a = study("a", 20, {"baselines.a.loss.margin": 5.0}, best_trial=3)
+    own_b = study("b", 20, {"baselines.b.loss.margin": 5.0}, best_trial=3)
+    assert claim_tuning({"a": own_a, "b": own_b}, "a", "b") == ("", "")
+
+
 def test_a_search_at_a_range_end_or_still_improving_leaves_the_tuning_unfinished():
     from pipeline.reporting.tuning import claim_tuning
 
     a = study("a", 20, {"x": 5.0}, best_trial=3)
-    at_end = study("b", 20, {"y": 9.6}, best_trial=3)  # within 5% of 10
-    late = study("b", 20, {"y": 4.0}, best_trial=16)  # among the last 20% (trials 16-19)
+    at_end = study("b", 20, {"x": 5.0, "y": 9.6}, best_trial=3)  # within 5% of 10
+    late = study("b", 20, {"x": 5.0, "y": 4.0}, best_trial=16)  # among the last 20% (trials 16-19)
     assert claim_tuning({"a": a, "b": at_end}, "a", "b") == ("tuning unfinished", "b: y at its high end")
     assert claim_tuning({"a": a, "b": late}, "a", "b") == ("tuning unfinished", "b: best at trial 16 of 20")
-    assert claim_tuning({"a": a, "b": study("b", 20, {"y": 4.0}, best_trial=15)}, "a", "b") == ("", "")
+    assert claim_tuning({"a": a, "b": study("b", 20, {"x": 5.0, "y": 4.0}, best_trial=15)}, "a", "b") == ("", "")
 
 
 def test_a_best_value_at_the_keys_own_limit_is_no_clipped_search():
@@ -408,7 +429,7 @@ def test_a_best_value_at_the_keys_own_limit_is_no_clipped_search():
     from pipeline.reporting.tuning import claim_tuning
 
     a = study("a", 20, {"x": 5.0}, best_trial=3)
-    floor = study("b", 20, {"y": 0.2}, best_trial=3)  # within 5% of the low end 0
+    floor = study("b", 20, {"x": 5.0, "y": 0.2}, best_trial=3)  # within 5% of the low end 0
     floor["limits"] = {"y": [0.0, None]}  # y >= 0, as a margin
     assert claim_tuning({"a": a, "b": floor}, "a", "b") == ("", "")
     floor["limits"] = {"y": [None, 10.0]}  # a limit at the other end only
@@ -426,7 +447,7 @@ def test_the_tuning_rule_replaces_verdicts_and_leaves_them_out_of_holm():
         "c": fold_means_metrics([1.0, 1.0, 1.5, 0.5])["b"],
     }
     claims = [Claim("b beats a", "s", "a", "b"), Claim("c beats a", "s", "a", "c")]
-    records = {"a": study("a", 20, {"x": 5.0}), "b": study("b", 0, {}), "c": study("c", 20, {"y": 1.0})}
+    records = {"a": study("a", 20, {"x": 5.0}), "b": study("b", 0, {}), "c": study("c", 20, {"x": 5.0, "y": 1.0})}
     table = claims_table(claims, metrics, {}, tuning=records)
     assert table.verdict.tolist() == ["untuned", "reproduced"] and np.isnan(table.p.iloc[0])
     assert table.p_holm.iloc[1] == pytest.approx(table.p.iloc[1]) and np.isnan(table.p_holm.iloc[0])
@@ -457,7 +478,8 @@ def test_a_study_with_a_trial_cut_by_the_epoch_cap_is_unfinished(monkeypatch):
     from pipeline.reporting import tuning
     from pipeline.reporting.tuning import claim_tuning, tuning_markdown
 
-    a, b = study("a", 20, {"ccp.lambda": 5.0}, best_trial=3), study("b", 20, {"profs.rho": 4.0}, best_trial=3)
+    a = study("a", 20, {"ccp.lambda": 5.0}, best_trial=3)
+    b = study("b", 20, {"ccp.lambda": 5.0, "profs.rho": 4.0}, best_trial=3)
     b["history"][5]["capped"] = b["history"][14]["capped"] = True
     assert claim_tuning({"a": a, "b": b}, "a", "b") == ("tuning unfinished", "b: trials 5, 14 cut by the epoch cap")
     text = tuning_markdown(params_with(), [a, b], 2)

@@ -15,8 +15,8 @@ by ``poc.seeds`` (seeds are its unit), has the t interval only, and is a Holm fa
 once, not per data set).
 
 Equal tuning effort (MLRC; `apply_tuning`): a claim whose arms were not tuned alike, each by a study of its own with
-the same number of trials, reads **untuned**, and one whose study hit a range end or was still improving reads
-**tuning unfinished**, whatever its intervals say.
+the same number of trials over the same ranges of the keys they share, reads **untuned**, and one whose study hit a
+range end or was still improving reads **tuning unfinished**, whatever its intervals say.
 
 A claim whose runs are not configured is "not run", never left out. A compared model that failed
 (pipeline/reporting/budgets.py ``failed``: it kept epoch 0 or 1, or its validation MAP@R never rose above the
@@ -203,7 +203,8 @@ def claims_table(
 def apply_tuning(table: pd.DataFrame, records: dict[str, dict]) -> pd.DataFrame:
     """The equal-effort rule on a claims table (this report's, or a companion's read from its csv): a claim on the
     MLRC runs whose arms were not tuned alike (pipeline/reporting/tuning.py claim_tuning: an arm with no study of
-    its own, with values from another run's study, or with fewer trials) is **untuned**, one whose search hit a
+    its own, with values from another run's study, or with fewer trials, or a shared key searched by one arm only
+    or over another range) is **untuned**, one whose search hit a
     range end or was still improving is **tuning unfinished**; either replaces the verdict (a verdict at our
     tuning's mercy is worse than none), and its `tuning` column says why. The 2-D proof of concept is left as
     it is: its variants train at the paper's Fig. 2 settings, the same for all. Then `with_holm`."""

@@ -171,6 +171,23 @@ def study_flaw(record: dict | None) -> tuple[str, list[str]]:
     return (UNFINISHED, why) if why else ("", [])
 
 
+def unequal_searches(base: dict, better: dict) -> list[str]:
+    """Where a claim's arms did not search alike (MLRC's equal effort: one search space for the keys the arms
+    share): a key of the base arm's study that is not its own (outside `baselines.<run>.`, i.e. a key of the
+    family both arms train with) but that the better arm's study did not search, or searched over another range.
+    The better arm's variant keys (CCP's lambda and pool size, PROFS's lambda and rho) are its own to add."""
+    why = []
+    for key, dim in base["space"].items():
+        if key.startswith(f"baselines.{base['run']}."):
+            continue
+        other = better["space"].get(key)
+        if other is None:
+            why.append(f"{better['run']}: {key} not searched ({base['run']} searched it)")
+        elif other != dim:
+            why.append(f"{key} searched on {_range(dim)} by {base['run']}, {_range(other)} by {better['run']}")
+    return why
+
+
 def _trials(numbers: list[int]) -> str:
     return f"trial{'s' if len(numbers) > 1 else ''} {', '.join(map(str, numbers))}"
 
@@ -182,14 +199,18 @@ def capped_trials(record: dict) -> list[int]:
 
 def claim_tuning(records: dict[str, dict], base: str, better: str) -> tuple[str, str]:
     """(verdict, why) that the tuning of a claim's two arms imposes, or ("", "") when both ran studies of their own
-    with the same number of trials and neither is unfinished (`study_flaw`): an arm tuned less than the other, or
-    not at all, is UNTUNED; an arm whose search hit a range end or was still improving is UNFINISHED."""
+    with the same number of trials over the same searches (`unequal_searches`) and neither is unfinished
+    (`study_flaw`): an arm tuned less than the other, or not at all, is UNTUNED; an arm whose search hit a range end
+    or was still improving is UNFINISHED."""
     flaws = {run: study_flaw(records.get(run)) for run in (base, better)}
     untuned = [f"{run}: {'; '.join(why)}" for run, (flaw, why) in flaws.items() if flaw == UNTUNED]
     if untuned:
         return UNTUNED, "; ".join(untuned)
     if records[base]["trials"] != records[better]["trials"]:
         return UNTUNED, f"{base}: {records[base]['trials']} trials, {better}: {records[better]['trials']}"
+    unequal = unequal_searches(records[base], records[better])
+    if unequal:
+        return UNTUNED, "; ".join(unequal)
     unfinished = [f"{run}: {'; '.join(why)}" for run, (flaw, why) in flaws.items() if flaw == UNFINISHED]
     return (UNFINISHED, "; ".join(unfinished)) if unfinished else ("", "")
 
