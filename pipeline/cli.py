@@ -3,6 +3,7 @@
     dml embed MODEL IMAGES... --out embeddings.npz
     dml search MODEL --gallery IMAGES... --queries IMAGES... [-k 5] [--out results.csv] [--picture results.png]
     dml experiments [--last 7]     (in the project: `dvc exp show` made readable; pipeline/reporting/experiments.py)
+    dml tune [RUN ...] [--trials N] (in the project: run or extend studies; pipeline/studies/tune_command.py)
 
 IMAGES: image files or folders (searched recursively); for `search` also an .npz that `dml embed` wrote. Each
 image goes through the model's own preprocessing (the recipe inside the file: pipeline/models/export.py), so its
@@ -173,6 +174,21 @@ def cmd_experiments(args) -> None:
     print(experiments_table(shown_experiments(args.repo), args.last))
 
 
+def cmd_tune(args) -> None:
+    from pipeline.infra.console import configure_logging
+    from pipeline.params.root import load_params
+    from pipeline.studies.tune_command import stop_on_sigterm, tune_runs
+
+    configure_logging()
+    stop_on_sigterm()
+    params = load_params(args.params)
+    studies = Path(args.studies or f"studies/{params.data.name}")
+    records = tune_runs(
+        params, args.runs, args.trials or params.tune.trials, args.data, args.features, Path(args.journals), studies
+    )
+    print(f"{len(records)} studies finished in {studies}/: `dvc repro` trains at them (commit the records)")
+
+
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(prog="dml", description=__doc__.split("\n\n")[0])
     commands = parser.add_subparsers(dest="command", required=True)
@@ -194,9 +210,18 @@ def main(argv: list[str] | None = None) -> None:
         "--last", type=int, default=6, help="columns: the workspace, the commit, the newest rest (at most 6 fit)"
     )
     experiments.add_argument("--repo", default=".", help="the project (default: here)")
+    tune = commands.add_parser("tune", help="run, resume or extend studies (hours; dvc repro never tunes)")
+    tune.add_argument("runs", nargs="*", help="runs to tune (default: every run with a search space)")
+    tune.add_argument("--trials", type=int, help="trials per study (default: tune.trials; more extends a study)")
+    tune.add_argument("--params", default="params.yaml")
+    tune.add_argument("--data", default="data/prepared")
+    tune.add_argument("--features", default="data/features")
+    tune.add_argument("--journals", default="data/journals", help="Optuna journals (a working copy of the studies)")
+    tune.add_argument("--studies", help="the studies' records (default: studies/<data.name>)")
     args = parser.parse_args(argv)
+    commands = {"embed": cmd_embed, "search": cmd_search, "experiments": cmd_experiments, "tune": cmd_tune}
     try:
-        {"embed": cmd_embed, "search": cmd_search, "experiments": cmd_experiments}[args.command](args)
+        commands[args.command](args)
     except (PipelineError, FileNotFoundError, ValueError) as err:
         print(f"error: {err}", file=sys.stderr)
         sys.exit(2)

@@ -117,14 +117,24 @@ def _record(name: str, section) -> dict:
     return {loss: settings[loss], **{k: settings[k] for k in family.stage_keys[variant]}}
 
 
-def run_config(params, name: str):
-    """The params section that configures run `name`."""
+def run_section(params, name: str) -> str:
+    """The dotted params key of the section that configures run `name` (``baselines.ms``, ``ccp``)."""
     if name in params.baselines:
-        return params.baselines[name]
+        return f"baselines.{name}"
     parsed = parse_run(name)
     if parsed:
-        return getattr(params, parsed[0].section)
+        return parsed[0].section
     raise ValueError(f"unknown method {name!r}")
+
+
+def run_config(params, name: str):
+    """The params section that configures run `name`."""
+    from pipeline.config import field_name
+
+    node = params
+    for part in run_section(params, name).split("."):
+        node = node[part] if isinstance(node, dict) else getattr(node, field_name(part))
+    return node
 
 
 @dataclass(frozen=True)

@@ -9,6 +9,11 @@ params.yaml is read through OmegaConf (YAML 1.2 numbers: ``2e-4`` is a float, un
 validated by pydantic against the sections' dataclasses; every problem becomes one :class:`ParamsError` whose
 message names the key, e.g. ``params.yaml: ccp.lamda: unknown key``. params.yaml is composed from ``conf/`` by
 Hydra (see conf/config.yaml): nothing is merged here, so what it says is what trains.
+
+A searched key (``tune.spaces``) may read ``study``: each run that searches it trains at its study's value
+(pipeline/studies/values.py). Loading puts the key's starting value from ``tune.start`` in its place (what every
+reader without a study sees: the proof of concept, the ablations, a run with no study) and lists the key in
+``tune.studied``; a number written there instead is a value the user chose, which beats every study.
 """
 
 from __future__ import annotations
@@ -80,10 +85,43 @@ def load_params(path: str | Path, root: type) -> Any:
             f"{path}: empty (the project's params.yaml holds every section; restore it with "
             f"`git checkout -- {path.name}`)"
         )
-    data = OmegaConf.to_container(raw)
+    data = with_starting_values(OmegaConf.to_container(raw), source)
     if not root.whole:  # the other sections are validated by the stages that read them (and the code stage)
         data = {key: value for key, value in data.items() if key in {s.name for s in root.sections}}
     return validate(data, root, source)
+
+
+STUDY = "study"  # a searched key's value: its run's study decides it (module docstring)
+
+
+def with_starting_values(data: dict, source: str = "params.yaml") -> dict:
+    """`data` with every value that reads STUDY replaced by the same dotted key's value under ``tune.start``, and
+    those keys, sorted, as ``tune.studied`` (module docstring); `data` itself when none reads STUDY."""
+    found: list[str] = []
+
+    def walk(node: dict, prefix: str) -> dict:
+        out = {}
+        for key, value in node.items():
+            name = f"{prefix}{key}"
+            if isinstance(value, dict) and name != "tune.start":
+                out[key] = walk(value, f"{name}.")
+            elif value == STUDY:
+                found.append(name)
+                start = dotted(tune.get("start") or {}, name)
+                if start is None:
+                    raise ParamsError(f"{source}: {name}: reads {STUDY!r} but tune.start.{name} is not set")
+                out[key] = start
+            else:
+                out[key] = value
+        return out
+
+    tune = data.get("tune") if isinstance(data.get("tune"), dict) else {}
+    if "studied" in tune:
+        raise ParamsError(f"{source}: tune.studied: made on loading (the keys that read {STUDY!r}), not a setting")
+    resolved = walk(data, "")
+    if found:
+        resolved["tune"] = {**resolved.get("tune", {}), "studied": sorted(found)}
+    return resolved
 
 
 def validate(data: dict, root: type, source: str = "params.yaml") -> Any:

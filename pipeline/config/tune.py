@@ -4,7 +4,7 @@ rule, which reads every section a space names (it runs on the whole params, pipe
 from __future__ import annotations
 
 from dataclasses import field
-from typing import Literal
+from typing import Any, Literal
 
 from pydantic import Field
 
@@ -49,7 +49,7 @@ class PrunerConfig:
 class TuneConfig:
     """MLRC's tuning step on the validation folds (pipeline/studies/tuning.py)."""
 
-    trials: int = Field(0, ge=0)  # per tuned run; 0 = train at the values written in params.yaml
+    trials: int = Field(0, ge=0)  # a finished study has at least this many; 0 = no study: train at tune.start's values
     sampler: Literal["tpe", "gp"] = "tpe"  # Optuna's TPESampler or GPSampler, seeded per trial
     startup_trials: int = Field(10, ge=1)  # random trials before the model-based proposals start
     # run -> {params key (dotted, e.g. baselines.ms.loss.alpha): range}; runs without a space are not tuned
@@ -58,6 +58,11 @@ class TuneConfig:
     # and its own space, if any, is searched with those values fixed (pipeline/studies/tuning.py)
     inherit: dict[str, str] = field(default_factory=dict)
     pruner: PrunerConfig = field(default_factory=PrunerConfig)
+    # params keys (nested as in params.yaml) -> the value a key that reads `study` takes where no study sets it: a
+    # run with no study (tune.trials 0), the proof of concept, the ablations (pipeline/config/loader.py)
+    start: dict[str, Any] = field(default_factory=dict)
+    # made on loading, never written: the dotted keys that read `study` (their runs train at their studies' values)
+    studied: tuple[str, ...] = ()
 
 
 def check_tune(p, source: str) -> None:

@@ -41,6 +41,11 @@ LOSSES = {
     "softtriple": "SoftTriple",
 }
 VARIANTS = {"plain": "{} (plain)", "profs": "{}-PROFS", "profs_hncm": "{}-PROFS-HNCM"}
+# the profs keys every run trains with besides its loss's own section, those the projections add (Alg. 1: lambda,
+# M or rho) and HNCM's: what a run records (pipeline/runs.py run_record), so that a plain run's study and train
+# stage do not move with a key only PROFS reads
+PLAIN_KEYS = ("embedding_norm", "pair_sampling", "ms_miner_epsilon", "reducer", "loss_lr", "max_epochs", "patience")
+PROJECTION_KEYS = ("lambda", "m_mode", "m", "rho")
 
 
 @section(kw_only=True)
@@ -186,6 +191,11 @@ FAMILY = register_family(
         variants=VARIANTS,
         variant_lists={"variants": tuple(VARIANTS)},
         objective="pipeline.methods.profs",
+        stage_keys={
+            "plain": PLAIN_KEYS,
+            "profs": (*PLAIN_KEYS, *PROJECTION_KEYS),
+            "profs_hncm": (*PLAIN_KEYS, *PROJECTION_KEYS, "hard_classes"),
+        },
         own_budget=True,
         check=_check,
         claims=_claims,

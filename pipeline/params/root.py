@@ -82,4 +82,4 @@ def load_params(path: str | Path = "params.yaml") -> Params:
 
 def params_from_dict(data: dict, source: str = "params.yaml") -> Params:
     """A plain dict validated as the whole params (tests, benchmarks)."""
-    return loader.validate(data, Params, source)
+    return loader.validate(loader.with_starting_values(data, source), Params, source)

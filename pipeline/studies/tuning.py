@@ -61,7 +61,7 @@ from pipeline.config.tune import SearchDim
 from pipeline.infra.parallel import Workers
 from pipeline.infra.runtime import derive_seed
 from pipeline.params.root import Params
-from pipeline.runs import all_runs, run_config, run_setup, run_train_config
+from pipeline.runs import all_runs, run_record, run_section, run_setup, run_train_config
 from pipeline.training.pruning import Floor
 
 log = logging.getLogger(__name__)
@@ -190,32 +190,46 @@ def tuning_order(params: Params) -> list[str]:
     return order
 
 
+def _without(tree: dict, key: str) -> None:
+    """`key` (dotted) deleted from the plain `tree`, where it is there."""
+    *path, last = key.split(".")
+    node = reduce(lambda n, part: n.get(part, {}) if isinstance(n, dict) else {}, path, tree)
+    if isinstance(node, dict):
+        node.pop(last, None)
+
+
 def study_name(params: Params, run: str, inherited: dict[str, float] | None = None) -> str:
-    """`<run>-<fingerprint>`: the fingerprint hashes every setting that changes what the run's trials measure
-    (data but its file locations, backbone, the run's budget and its own section, the folds and seed, the search,
-    the values it inherits; a setting added later only when it is not at its default), and nothing else, so
-    another run's change or more trials leave the study as it is."""
+    """`<run>-<fingerprint>`: the fingerprint hashes every setting that changes what the run's trials measure (data
+    but its file locations, backbone, the run's budget, the keys of its section that it trains with: run_record, the
+    folds and seed, the search, the values it inherits; a setting added later only when it is not at its default),
+    and nothing else: not the values of the keys it searches (every trial sets them), not a key its run does not
+    read, so another run's change, a value set for a searched key or more trials leave the study as it is."""
     data = {k: v for k, v in to_dict(params.data).items() if k not in _LOCATIONS}
     data = {k: v for k, v in data.items() if _NAMED_WHEN_CHANGED["data"].get(k, object()) != v}
     # not in the name: the epoch cap (module docstring), what changes only the speed (processes, CUDA graphs) and, for
     # a head on cached features, where finetuning's augmentation runs (it reads no image)
     unnamed = ("max_epochs", "workers", "cuda_graphs") + (("augment_on",) if params.train.mode == "frozen" else ())
     train = {k: v for k, v in to_dict(run_train_config(params, run)).items() if k not in unnamed}
+    space = params.tune.spaces.get(run, {})
+    trained = {"data": data, "backbone": to_dict(params.backbone), "train": train}
+    section = run_section(params, run)
+    trained[section] = run_record(params, run)
+    for key in space:
+        prefix = next((p for p in trained if key.startswith(f"{p}.")), None)
+        if prefix is not None:
+            _without(trained[prefix], key.removeprefix(f"{prefix}."))
     settings = {
         "seed": params.seed,
-        "data": data,
-        "backbone": to_dict(params.backbone),
-        "train": train,
-        "run": to_dict(run_config(params, run)),
+        **trained,
         "folds": params.experiment.folds,
         "replicate_seed": params.experiment.seeds[0],
         "tune": {
             "sampler": params.tune.sampler,
             "startup_trials": params.tune.startup_trials,
-            "space": space_dict(params.tune.spaces.get(run, {})),
+            "space": space_dict(space),
         },
     }
-    if params.tune.pruner.rule != "none":  # added after studies were recorded: named only when on
+    if params.tune.pruner.rule != "none":  # named only when on
         settings["tune"]["pruner"] = to_dict(params.tune.pruner)
     if inherited:
         settings["inherited"] = inherited
@@ -385,15 +399,19 @@ def completed(history: list[dict]) -> list[dict]:
     return [t for t in history if t["val_map_at_r"] is not None]
 
 
+PARTIAL = ".partial"  # <study name>.partial.json: a study in progress (.dvcignore: the values stage never reads it)
+
+
 def kept_study(
-    folder: Path, params: Params, run: str, inherited: dict[str, float] | None = None
+    folder: Path, params: Params, run: str, inherited: dict[str, float] | None = None, partial: bool = False
 ) -> tuple[str, list[dict]] | None:
-    """The name and every trial of `run`'s study kept in `folder` as ``<study name>.json`` (a record of
-    stages/tune.py, finished or in progress) when its trials are what `run_study` would give now, else None: the
-    same study name (every setting that changes what a trial measures) and the epoch cap rule of `run_study`
-    (module docstring). A record of the study that the cap altered, with none of ``<name>-epochs<cap>`` yet, gives
-    that name and the trials before the first it alters (`holding_prefix`): the study starts there, as beside the
-    journal that holds the altered trials (not under the old name, whose record it would overwrite)."""
+    """The name and every trial of `run`'s study kept in `folder` as ``<study name>.json`` (a finished record of `dml
+    tune`; with `partial`, also ``<study name>.partial.json``, one in progress, whichever holds more trials) when its
+    trials are what `run_study` would give now, else None: the same study name (every setting that changes what a
+    trial measures) and the epoch cap rule of `run_study` (module docstring). A record of the study that the cap
+    altered, with none of ``<name>-epochs<cap>`` yet, gives that name and the trials before the first it alters
+    (`holding_prefix`): the study starts there, as beside the journal that holds the altered trials (not under the
+    old name, whose record it would overwrite)."""
     from pipeline.infra.errors import PipelineError
     from pipeline.infra.io import read_json
 
@@ -401,14 +419,18 @@ def kept_study(
     name = study_name(params, run, inherited)
     altered = None
     for candidate in (name, f"{name}-epochs{cap}"):
-        path = folder / f"{candidate}.json"
-        if not path.is_file():
+        history = None
+        for path in [folder / f"{candidate}.json"] + ([folder / f"{candidate}{PARTIAL}.json"] if partial else []):
+            if not path.is_file():
+                continue
+            try:
+                found = read_json(path)["history"]
+            except (ValueError, KeyError, TypeError) as err:
+                raise PipelineError(f"{path}: not a study's record ({err}); delete it to run the study again") from err
+            if history is None or len(found) > len(history):
+                history = found
+        if history is None:
             continue
-        try:
-            record = read_json(path)
-            history = record["history"]
-        except (ValueError, KeyError, TypeError) as err:
-            raise PipelineError(f"{path}: not a study's record ({err}); delete it to run the study again") from err
         if candidate == name and not all(holds_under(t, cap) for t in history):
             altered = holding_prefix(history, cap)
             continue
@@ -419,12 +441,12 @@ def kept_study(
 def finished_study(
     folder: Path, params: Params, run: str, inherited: dict[str, float] | None = None
 ) -> tuple[str, list[dict]] | None:
-    """`kept_study`'s name and first `tune.trials` trials when it kept at least that many (trial n depends only on
-    the trials before it, so a longer study's first trials are the shorter one), else None."""
+    """`kept_study`'s finished record when it holds at least `tune.trials` trials (every one of them: a study
+    extended with `dml tune --trials` counts its extra trials), else None."""
     kept = kept_study(folder, params, run, inherited)
     if kept is None or len(kept[1]) < params.tune.trials:
         return None
-    return kept[0], kept[1][: params.tune.trials]
+    return kept
 
 
 def replay(study, history: list[dict], space: dict[str, SearchDim]) -> None:
