@@ -151,7 +151,7 @@ class RunSetup:
     seed: int  # params.seed: the root of the initial weights' and the batches' seeds
 
     def record(self) -> dict:
-        """The settings the run trains with, as summary.json and the tune stage's data/tuned/<run>.json record them."""
+        """The settings the run trains with, as summary.json and data/tuned/<run>.json (the values stage) record them."""
         return _record(self.name, self.method)
 
 
@@ -169,8 +169,8 @@ def run_setup(params, name: str) -> RunSetup:
 
 
 def trained_setup(params, name: str, tuned_file: str | Path, source: str = "params.yaml") -> RunSetup:
-    """Run `name`'s setup as it trains: the tune stage's values for it (data/tuned/<run>.json) applied to `params`
-    (read from `source`). Stops with one line when that file was written for other settings of the run (rerun tune)."""
+    """Run `name`'s setup as it trains: the values stage's values for it (data/tuned/<run>.json) applied to `params`
+    (read from `source`). Stops with one line when that file was written for other settings of the run."""
     from pipeline.config import ParamsError, apply_values
     from pipeline.infra.io import read_json
 
@@ -179,5 +179,7 @@ def trained_setup(params, name: str, tuned_file: str | Path, source: str = "para
         params = apply_values(params, tuned["values"], source=str(tuned_file))
     setup = run_setup(params, name)
     if json.loads(json.dumps(setup.record())) != tuned.get("settings"):  # through JSON: tuples become lists
-        raise ParamsError(f"{tuned_file}: written for other settings of {name} than {source}'s (rerun tune)")
+        raise ParamsError(
+            f"{tuned_file}: written for other settings of {name} than {source}'s (rerun the values stage)"
+        )
     return setup

@@ -43,9 +43,7 @@ def configure(p):
     p.add_argument("--data", default="data/prepared")
     p.add_argument("--studies", default="studies", help="folder of the finished studies' records (dml tune)")
     p.add_argument("--out", default="data/tuned", help="folder of the values each run trains at, one JSON per run")
-    p.add_argument(
-        "--records", default="data/tuning", help="folder of the runs' records (space, best and every trial)"
-    )
+    p.add_argument("--records", default="data/tuning", help="folder of the runs' records (space, best and every trial)")
 
 
 if __name__ == "__main__":

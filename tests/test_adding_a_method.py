@@ -157,7 +157,7 @@ def reached_by(repo: Path, path: str) -> set[str]:
 
 
 # what trains, evaluates or reports a run (each loads the whole params, which names every loss, miner and family)
-EVERY_RUN = {"tune", "train", "evaluate", "export", "pictures", "poc", "ablation", "report"}
+EVERY_RUN = {"values", "train", "evaluate", "export", "pictures", "poc", "ablation", "report"}
 
 
 def regenerate_and_commit(repo: Path, message: str) -> None:
@@ -174,7 +174,7 @@ def copy(tmp_path_factory):
     for name in ("pipeline", "stages", "reference", "conf", "tests", "hydra_plugins"):
         shutil.copytree(ROOT / name, repo / name, ignore=shutil.ignore_patterns("__pycache__"))
     # .gitignore: the code stage runs in the copy, and its __pycache__ must not count as a file the person added
-    # reports/emoji/claims.csv: the report's companion table; studies/README.md: the tune stage's studies folder (a dep)
+    # reports/emoji/claims.csv: the report's companion table; studies/README.md: the values stage's studies folder (a dep)
     copied = ("dvc.yaml", ".dvcignore", ".gitignore", "pyproject.toml", "reports/emoji/claims.csv", "studies/README.md")
     for name in copied:
         (repo / name).parent.mkdir(parents=True, exist_ok=True)

@@ -41,10 +41,10 @@ def test_the_run_cache_travels_through_a_remote(repo, tmp_path_factory):
     for clone in (a, b):
         _clone(repo, clone, remote)
     ran_a = stages_run(sh(DVC + ["repro", "train@ms"], a))
-    assert ran_a == {"code", "prepare", "embed", "tune", "train@ms"}
+    assert ran_a == {"code", "prepare", "embed", "values", "train@ms"}
     sh(DVC + ["push", "--run-cache"], a)
     out = sh(DVC + ["repro", "--pull", "train@ms", "train@proxy_anchor"], b)  # pulls the run cache first
-    # embed, tune, train@ms: restored from A's runs; prepare reruns (a persisted output has no run cache) and
+    # embed, values, train@ms: restored from A's runs; prepare reruns (a persisted output has no run cache) and
     # writes the same data set, so nothing after it retrains
     assert stages_run(out) == {"prepare", "train@proxy_anchor"}
     assert "Stage 'train@ms' is cached - skipping run" in out
@@ -83,7 +83,7 @@ def test_your_own_image_folder_trains_exports_and_the_command_line_searches_it(r
         "-S",
         "scope=methods",
     ]
-    ours = {"code", "prepare", "embed", "tune", "evaluate", "pictures", "export"}
+    ours = {"code", "prepare", "embed", "values", "evaluate", "pictures", "export"}
     planned = stages_run(sh(DVC + ["exp", "run", "--dry", "-f", *options], here, home))  # before any output exists
     assert planned == ours | {s for s in fanout.fanned_stages(here) if s.startswith("train")}, planned
     assert not any("@paper" in s for s in planned)
@@ -99,7 +99,7 @@ def test_your_own_image_folder_trains_exports_and_the_command_line_searches_it(r
     status = sh(DVC + ["status"], here, home)
     assert [line for line in status.splitlines() if line.endswith(":") and not line[0].isspace()] == [
         "code:",
-        "tune:",
+        "values:",
     ], status
     # good -> bad -> good: a folder with an empty class stops before prepare's last output is touched
     broken = make_folder(root / "broken", classes=8, per_class=6)
@@ -165,6 +165,6 @@ def test_your_own_image_folder_trains_exports_and_the_command_line_searches_it(r
     assert "-S 'experiment.methods=[ms]' -S 'ccp.losses=[]' -S 'profs.losses=[]'" in docs
     for attempt in range(2):
         ran = stages_run(sh(DVC + ["exp", "run", *options, *narrowed], here, home))
-        assert ran == ({"code", "tune", "evaluate", "pictures", "export"} if attempt == 0 else set()), ran
+        assert ran == ({"code", "values", "evaluate", "pictures", "export"} if attempt == 0 else set()), ran
     assert sorted(p.name for p in (here / "data" / "export").iterdir()) == ["ms.pt2"]
     assert "train@ms" in sh(DVC + ["dag"], here, home)

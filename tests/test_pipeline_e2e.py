@@ -59,7 +59,7 @@ def tiny_project(repo: Path) -> Path:
     git + DVC repository `repo`."""
     for name in ("pipeline", "stages", "reference", "conf", "hydra_plugins"):
         shutil.copytree(ROOT / name, repo / name, ignore=shutil.ignore_patterns("__pycache__"))
-    # reports/emoji/claims.csv: the report's companion table; studies/README.md: the tune stage's studies folder (a dep)
+    # reports/emoji/claims.csv: the report's companion table; studies/README.md: the values stage's studies folder (a dep)
     for name in ("dvc.yaml", ".dvcignore", "reports/emoji/claims.csv", "studies/README.md"):
         (repo / name).parent.mkdir(parents=True, exist_ok=True)
         shutil.copy(ROOT / name, repo / name)
@@ -95,7 +95,7 @@ def test_repro_builds_every_output(repo):
         "code",
         "prepare",
         "embed",
-        "tune",
+        "values",
         "poc@paper",
         "report@paper",
         "lanml@paper-iris",
@@ -203,10 +203,11 @@ def test_ccp_lambda_changes_only_ccp_rows_and_figures(repo):
     before = _snapshot(repo)
     out = sh(DVC + ["exp", "run", "-S", "ccp.lambda=3e-2"], repo)
     ran = stages_run(out)
-    # not Loss-Proxy: no lambda there; tune reads every run's section, and at 0 trials rewrites the same records
+    # not Loss-Proxy: no lambda there; the values stage reads every run's section and rewrites the others' records
+    # byte for byte
     assert ran == {
         "code",  # checks params.yaml whole on every change, and writes the same fingerprints
-        "tune",
+        "values",
         "train@c2_ccp",
         "ablation@paper-ccp",
         "poc@paper",
@@ -219,7 +220,7 @@ def test_ccp_lambda_changes_only_ccp_rows_and_figures(repo):
     changed = [
         line.split("#")[0].rstrip() for line in diff.splitlines() if line[:1] in "+-" and line[:3] not in ("+++", "---")
     ]
-    assert changed == ["-  lambda: 0.0002", "+  lambda: 0.03"]  # the one key, nothing else rewritten
+    assert changed == ["-  lambda: study", "+  lambda: 0.03"]  # the one key, nothing else rewritten
     after = _snapshot(repo)
     changed_rows = {k for k in before["rows"] if before["rows"][k] != after["rows"][k]}
     assert changed_rows and all(k.startswith("c2_ccp") for k in changed_rows)  # loss_proxy has no lambda
@@ -236,11 +237,11 @@ def test_exp_run_reruns_only_the_changed_method(repo):
     """Every `-S` composes from conf/: the lambda of the experiment before is back at conf/'s value, so C2-CCP
     comes back from the run cache (not retrained) and only the uncached poc reruns beside train@ms."""
     out = sh(DVC + ["exp", "run", "-S", "baselines.ms.loss.alpha=3.0"], repo)
-    ran = {"code", "tune", "train@ms", "evaluate", "pictures", "export", "report@paper", "poc@paper"}
+    ran = {"code", "values", "train@ms", "evaluate", "pictures", "export", "report@paper", "poc@paper"}
     assert stages_run(out) == ran
     assert "Stage 'train@c2_ccp' is cached" in out
     params = yaml.safe_load((repo / "params.yaml").read_text())
-    assert params["baselines"]["ms"]["loss"]["alpha"] == 3.0 and params["ccp"]["lambda"] == 0.0002
+    assert params["baselines"]["ms"]["loss"]["alpha"] == 3.0 and params["ccp"]["lambda"] == "study"
     shown = sh(DVC + ["exp", "show", "--csv"], repo)
     assert "baselines.ms.loss.alpha" in shown and "map_at_r" in shown and "val_map_at_r" in shown
     view = sh([str(Path(sys.executable).parent / "dml"), "experiments"], repo).splitlines()  # the README's view
@@ -278,7 +279,7 @@ def test_a_fan_out_over_two_local_jobs_assembles_the_plain_reports(repo, tmp_pat
         patch.setenv("PATH", f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}")
         executor = make_executor("local", root, timeout_min=60, cpus_per_task=1, gpus_per_node=0, partition="x")
         ran = fan_out(here, executor, 2, root / "jobs")
-    assert set(ran["upstream"]) == {"code", "prepare", "embed", "tune"}
+    assert set(ran["upstream"]) == {"code", "prepare", "embed", "values"}
     fanned = ran["job-0"] + ran["job-1"]
     assert sorted(fanned) == sorted(fanned_stages(here)) and ran["job-0"] and ran["job-1"]  # each once, split
     # here: only what is not fanned out (poc too when the params it reads changed: a persist output, never cached)
@@ -360,7 +361,7 @@ def test_a_failed_stage_loses_nothing(repo):
     at = params.index("      alpha:", params.index("\n  ms:", params.index("\nbaselines:")))  # baselines.ms.loss
     misspelled = params[:at] + "      alpah:" + params[at + len("      alpha:") :]
     (repo / "params.yaml").write_text(misspelled)
-    err = _fails(DVC + ["repro", "-s", "tune"], repo)  # the stage that reads every run's section
+    err = _fails(DVC + ["repro", "-s", "values"], repo)  # the stage that reads every run's section
     assert "alpah" in err, err
     assert not (repo / "data" / "tuned").exists()  # what DVC removed ...
     (repo / "params.yaml").write_text(params)

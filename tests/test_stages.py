@@ -303,13 +303,13 @@ def test_an_empty_params_file_is_one_line(tmp_path):
     assert _last_line(done).startswith(f"error: {tmp_path / 'params.yaml'}: empty (")
 
 
-def test_train_refuses_settings_other_than_those_tune_wrote(tmp_path, tiny_dict, prepared):
+def test_train_refuses_settings_other_than_those_the_values_stage_wrote(tmp_path, tiny_dict, prepared):
     """DVC reruns a run's train stage when its data/tuned/<run>.json changes, which holds the run's settings; a
-    params.yaml whose settings for the run differ from that file's (edited after tune ran) stops the stage before
+    params.yaml whose settings for the run differ from that file's (edited after the values stage ran) stops the stage before
     it trains, naming the file."""
     from pipeline.params.root import params_from_dict
     from pipeline.runs import run_record
-    from stages.tune import trained_with
+    from stages.values import trained_with
 
     tuned = tmp_path / "ms.json"
     written = trained_with(params_from_dict(tiny_dict), "ms", {})
@@ -319,4 +319,7 @@ def test_train_refuses_settings_other_than_those_tune_wrote(tmp_path, tiny_dict,
     args = ("--method", "ms", "--data", str(prepared), "--tuned", str(tuned))
     done = run_stage("train", edited, *args, "--out", str(tmp_path / "m"), "--train-logs", str(tmp_path / "l"))
     assert done.returncode != 0 and not (tmp_path / "m").exists()
-    assert _last_line(done) == f"error: {tuned}: written for other settings of ms than params.yaml's (rerun tune)"
+    assert (
+        _last_line(done)
+        == f"error: {tuned}: written for other settings of ms than params.yaml's (rerun the values stage)"
+    )

@@ -5,6 +5,9 @@ from __future__ import annotations
 import dataclasses
 import json
 import shutil
+import subprocess
+import sys
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
@@ -18,7 +21,7 @@ from pipeline.params.root import params_from_dict
 from pipeline.runs import run_setup
 from pipeline.studies.tuning import TrialResult, completed_trials, run_study, study_name
 from pipeline.training.experiment import train_fold
-from tests.conftest import merge, project_params
+from tests.conftest import ROOT, merge, project_params
 from tests.test_stages import run_stage
 
 SPACE = {
@@ -261,8 +264,9 @@ def test_a_raised_cap_reruns_a_study_from_the_trials_it_does_not_alter(tune_para
 
 
 def test_a_finished_study_is_taken_from_its_record_only_when_it_is_what_the_study_would_give(tune_params, tmp_path):
-    """finished_study follows run_study's rules: the same study name, enough trials (a longer study's first trials
-    are the shorter study, trial for trial), the epoch cap rule; an unreadable record names its file."""
+    """finished_study follows run_study's rules: the same study name, at least tune.trials trials (all of them: a
+    study extended past tune.trials counts its extra trials; its first trials are the shorter study, trial for
+    trial), the epoch cap rule; an unreadable record names its file."""
     from pipeline.infra.errors import PipelineError
     from pipeline.infra.io import write_json
     from pipeline.studies.tuning import finished_study, study_record
@@ -286,8 +290,9 @@ def test_a_finished_study_is_taken_from_its_record_only_when_it_is_what_the_stud
     )
     assert finished_study(tmp_path / "kept", asking(tune_params, 3), "ms") == (
         study.study_name,
-        completed_trials(shorter),
+        completed_trials(study),
     )
+    assert completed_trials(study)[:3] == completed_trials(shorter)
     assert finished_study(tmp_path / "kept", asking(tune_params, 7), "ms") is None  # two trials short
     assert finished_study(tmp_path / "kept", asking(tune_params, 5, cap=30), "ms") is None  # trained beyond the cap
     assert finished_study(tmp_path / "kept", asking(tune_params, 5, cap=200), "ms") is not None  # stopped below it
@@ -320,21 +325,21 @@ def test_a_study_goes_on_from_its_record_where_its_journal_is_not(tune_params, t
     )
 
 
-def test_the_tune_stage_keeps_every_trial_in_its_record_and_goes_on_from_it(tune_params, tmp_path, monkeypatch):
-    """stages/tune.py: after each trial the study's record (git's folder, `--finished`) holds every trial so far, so
-    a tune stopped mid-study goes on from the committed record on a machine without its journal, to the trials of
-    a tune that was never stopped."""
-    from argparse import Namespace
+def test_dml_tune_records_completed_trials_only_and_goes_on_from_the_record(tune_params, tmp_path, monkeypatch):
+    """pipeline/studies/tune_command.py: after each trial the study in progress is `<study>.partial.json` (every
+    completed trial, never the one that was running), the finished one `<study>.json`; a tune stopped mid-study goes
+    on from the committed partial record on a machine without its journal, to the trials of one never stopped."""
+    import pipeline.studies.tune_command as command
 
-    import stages.tune as tune
+    monkeypatch.setattr(command, "validation_objective", lambda *args: bowl)
 
-    asking = dataclasses.replace(tune_params, tune=dataclasses.replace(tune_params.tune, trials=7))
-    monkeypatch.setattr(tune, "validation_objective", lambda *args: bowl)
+    def on(machine: str, kept: str) -> tuple:
+        return ("", "", tmp_path / machine, tmp_path / kept)  # data, features, journals, studies
 
-    def on(machine: str, finished: str) -> Namespace:
-        return Namespace(finished=str(tmp_path / finished), studies=str(tmp_path / machine), data="", features="")
-
-    whole = tune.record(asking, "ms", {}, on("a", "kept-a"), None, [])["history"]
+    for folder in ("a", "b", "c", "kept-a", "kept-b"):
+        (tmp_path / folder).mkdir()
+    whole = command._tune_one(tune_params, "ms", {}, 7, [], on("a", "kept-a"), None)
+    assert [p.name for p in (tmp_path / "kept-a").iterdir()] == [f"{whole['study']}.json"]  # no partial left
     calls = []
 
     def stopped_at_the_third(values, floors=None):
@@ -343,13 +348,16 @@ def test_the_tune_stage_keeps_every_trial_in_its_record_and_goes_on_from_it(tune
             raise KeyboardInterrupt  # the machine went away during trial 2
         return bowl(values)
 
-    monkeypatch.setattr(tune, "validation_objective", lambda *args: stopped_at_the_third)
+    monkeypatch.setattr(command, "validation_objective", lambda *args: stopped_at_the_third)
     with pytest.raises(KeyboardInterrupt):
-        tune.record(asking, "ms", {}, on("b", "kept-b"), None, [])
+        command._tune_one(tune_params, "ms", {}, 7, [], on("b", "kept-b"), None)
     (record,) = (tmp_path / "kept-b").glob("*.json")
-    assert json.loads(record.read_text())["history"] == whole[:2]  # what a commit would keep
-    monkeypatch.setattr(tune, "validation_objective", lambda *args: bowl)
-    assert tune.record(asking, "ms", {}, on("c", "kept-b"), None, [])["history"] == whole  # another machine
+    assert record.name == f"{whole['study']}.partial.json"  # .dvcignore: dvc status does not see it
+    assert json.loads(record.read_text())["history"] == whole["history"][:2]  # what a commit would keep
+    monkeypatch.setattr(command, "validation_objective", lambda *args: bowl)
+    assert command._tune_one(tune_params, "ms", {}, 7, [], on("c", "kept-b"), None)["history"] == whole["history"]
+    assert [p.name for p in (tmp_path / "kept-b").iterdir()] == [f"{whole['study']}.json"]
+    assert "*.partial.json" in (ROOT / ".dvcignore").read_text().splitlines()
 
 
 def test_changed_settings_start_a_new_study_and_more_trials_continue_one(tune_params):
@@ -367,7 +375,18 @@ def test_changed_settings_start_a_new_study_and_more_trials_continue_one(tune_pa
     assert study_name(moved, "ms") == study_name(tune_params, "ms")  # where the files are is not what they hold
     assert study_name(tune_params, "ms", {"ccp.c2.beta": 0.3}) != study_name(tune_params, "ms", {"ccp.c2.beta": 0.4})
     assert study_name(tune_params, "ms", {}) == study_name(tune_params, "ms")
-    assert study_name(other_run, "c2_ccp") != study_name(tune_params, "c2_ccp")
+    # a searched key's value is no trial's (each trial sets it): the study of the run that searches it stays, and so
+    # does that of a run that does not read it (Loss-Proxy has no lambda); a key the run reads and does not search
+    # names a new study, for that run alone
+    assert "ccp.lambda" in tune_params.tune.spaces["c2_ccp"]
+    for run in ("c2_ccp", "c2_loss_proxy"):
+        assert study_name(other_run, run) == study_name(tune_params, run)
+    patient = dataclasses.replace(tune_params, ccp=dataclasses.replace(tune_params.ccp, patience=5))
+    assert study_name(patient, "c2_ccp") != study_name(tune_params, "c2_ccp")
+    assert study_name(patient, "c2_loss_proxy") == study_name(tune_params, "c2_loss_proxy")
+    hard = dataclasses.replace(tune_params, profs=dataclasses.replace(tune_params.profs, m_mode="fixed"))
+    assert study_name(hard, "ms_plain") == study_name(tune_params, "ms_plain")  # plain has no projections
+    assert study_name(hard, "ms_profs_hncm") != study_name(tune_params, "ms_profs_hncm")
     assert study_name(tune_params, "danml") != study_name(tune_params, "ms")
 
 
@@ -395,10 +414,17 @@ def test_tuning_never_reads_the_test_classes(tune_params, tiny_data):
     assert np.isnan(with_test.test_embeddings).all()
 
 
-def test_the_tune_stage_records_every_run_and_train_applies_the_best_values(tmp_path, tiny_dict):
-    """Stages end to end on the tiny data: `tune` searches `ms` (3 trials), c2_batch whose values c2_loss_proxy and
-    c2_ccp inherit (`tune.inherit`, an option off by default), and c2_ccp's own lambda with those values fixed; records no values for a
-    run without a space; and `train --tuned` trains ms at the best trial's alpha (written beside its results)."""
+def dml(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "pipeline.cli", *args], capture_output=True, text=True, cwd=cwd)
+
+
+def test_dml_tune_makes_the_studies_the_values_stage_reads_and_train_applies_them(tmp_path, tiny_dict):
+    """Stages and the tuning command end to end on the tiny data. The values stage runs no trial: a missing study
+    stops it with one line naming the runs and `dml tune`. `dml tune` searches `ms` (3 trials), c2_batch whose
+    values c2_loss_proxy and c2_ccp inherit (`tune.inherit`, an option off by default), and c2_ccp's own lambda with
+    those values fixed; again it runs nothing; `--trials 4` extends one study by a trial from its journal. The values
+    stage then records every run (no values for a run without a space) and `train --tuned` trains ms at the best
+    trial's alpha. A number set for a searched key beats the study, and no trial runs for it."""
     from pipeline.infra.io import read_json
     from tests.conftest import write_params
 
@@ -419,41 +445,41 @@ def test_the_tune_stage_records_every_run_and_train_applies_the_best_values(tmp_
     raw["tune"]["inherit"] = {"c2_loss_proxy": "c2_batch", "c2_ccp": "c2_batch"}  # the option, not the default
     params = write_params(tmp_path / "params.yaml", raw)
     prepared, features, tuned, records = (tmp_path / name for name in ("prepared", "features", "tuned", "records"))
-    tune_args = (
-        "--data",
-        prepared,
-        "--features",
-        features,
-        "--studies",
-        tmp_path / "studies",
-        "--finished",
-        tmp_path / "finished",
-        "--out",
-        tuned,
-        "--records",
-        records,
-    )
-    for module, args in (
-        ("prepare", ("--out", prepared)),
-        ("embed", ("--data", prepared, "--out", features)),
-        ("tune", tune_args),
-    ):
+    studies, journals = tmp_path / "studies", tmp_path / "journals"
+    values_args = ("--data", prepared, "--studies", studies, "--out", tuned, "--records", records)
+    for module, args in (("prepare", ("--out", prepared)), ("embed", ("--data", prepared, "--out", features))):
         done = run_stage(module, params, *map(str, args))
         assert done.returncode == 0, done.stderr
+    missing = run_stage("values", params, *map(str, values_args))
+    assert missing.returncode == 2 and not tuned.exists()
+    assert (
+        missing.stderr.strip()
+        .splitlines()[-1]
+        .startswith(
+            f"error: no finished study in {studies}/ for ms, c2_batch, c2_ccp: run `dml tune ms c2_batch c2_ccp`"
+        )
+    )
+    where = ("--params", str(params), "--data", str(prepared), "--features", str(features))
+    where += ("--journals", str(journals), "--studies", str(studies))
+    done = dml("tune", *where)
+    assert done.returncode == 0, done.stderr
     assert done.stderr.count("validation MAP@R") == 9  # one log line per trial: ms, c2_batch, c2_ccp
+    assert dml("tune", *where).stderr.count("validation MAP@R") == 0  # finished: nothing runs again
+    done = run_stage("values", params, *map(str, values_args))
+    assert done.returncode == 0, done.stderr
     ms, other = read_json(records / "ms.json"), read_json(records / "proxy_anchor.json")
     # what train reads: the values and the run's settings with them (the one file of its own settings it depends on)
     alpha = ms["values"]["baselines.ms.loss.alpha"]
     assert read_json(tuned / "ms.json")["values"] == ms["values"]
     assert read_json(tuned / "ms.json")["settings"]["loss"]["alpha"] == alpha
     assert read_json(tuned / "proxy_anchor.json")["values"] == {}
-    assert ms["trials"] == 3 and len(ms["history"]) == 3 and (tmp_path / "studies" / "ms.journal").is_file()
+    assert ms["trials"] == 3 and len(ms["history"]) == 3 and (journals / "ms.journal").is_file()
     best = max(ms["history"], key=lambda t: t["val_map_at_r"])
     assert ms["values"] == best["values"] and 0.5 <= ms["values"]["baselines.ms.loss.alpha"] <= 8.0
     assert ms["best_val_map_at_r"] == best["val_map_at_r"] and ms["space"] == {
         k: {**v, "integer": False} for k, v in space.items()
     }
-    assert other["trials"] == 0 and other["values"] == {}
+    assert other["trials"] == 0 and other["values"] == {} and ms["user_set"] == {}
     # inheritance: Loss-Proxy trains at c2_batch's beta; c2_ccp searched lambda with that beta fixed
     batch, proxy, ccp = (read_json(records / f"{run}.json") for run in ("c2_batch", "c2_loss_proxy", "c2_ccp"))
     assert set(batch["values"]) == {"ccp.c2.beta"} and batch["trials"] == 3
@@ -461,29 +487,29 @@ def test_the_tune_stage_records_every_run_and_train_applies_the_best_values(tmp_
     assert ccp["inherited"] == batch["values"] and ccp["trials"] == 3
     assert ccp["values"] == {**batch["values"], **max(ccp["history"], key=lambda t: t["val_map_at_r"])["values"]}
     assert read_json(tuned / "c2_ccp.json")["values"] == ccp["values"]
-    # a second tune resumes the finished studies: no trial is trained again, the records are the same
-    again = run_stage("tune", params, *map(str, tune_args))
-    assert again.returncode == 0 and "validation MAP@R" not in again.stderr and read_json(records / "ms.json") == ms
-    assert read_json(records / "c2_ccp.json") == ccp
-    # each finished study's record is kept under its study name: on another machine (no journal) none runs again
-    assert sorted(p.name for p in (tmp_path / "finished").iterdir()) == sorted(
-        f"{r['study']}.json" for r in (ms, batch, ccp)
+    # each finished study's record is kept under its study name; the values stage's record is it with user_set
+    assert sorted(p.name for p in studies.iterdir()) == sorted(f"{r['study']}.json" for r in (ms, batch, ccp))
+    assert {**read_json(studies / f"{ms['study']}.json"), "user_set": {}} == ms
+    # one study extended by a trial: resumed from its journal, its first 3 trials as they were; counted whole
+    done = dml("tune", "ms", "--trials", "4", *where)
+    assert done.returncode == 0 and done.stderr.count("validation MAP@R") == 1 and "ms: trial 3 " in done.stderr
+    assert read_json(studies / f"{ms['study']}.json")["history"][:3] == ms["history"]
+    assert run_stage("values", params, *map(str, values_args)).returncode == 0
+    assert read_json(records / "ms.json")["trials"] == 4
+    # on another machine (no journal), with the records committed: nothing runs
+    shutil.rmtree(journals)
+    assert dml("tune", *where, "--trials", "3").stderr.count("validation MAP@R") == 0
+    # a number set for a searched key: trained at it, its study kept, no trial
+    raw["baselines"]["ms"]["loss"]["alpha"] = 3.0
+    user = write_params(tmp_path / "user.yaml", raw)
+    done = run_stage("values", user, *map(str, values_args))
+    assert done.returncode == 0 and "validation MAP@R" not in done.stderr, done.stderr
+    assert read_json(records / "ms.json")["user_set"] == {"baselines.ms.loss.alpha": 3.0}
+    assert (
+        read_json(tuned / "ms.json")["values"] == {}
+        and read_json(tuned / "ms.json")["settings"]["loss"]["alpha"] == 3.0
     )
-    assert read_json(tmp_path / "finished" / f"{ms['study']}.json") == ms
-    # fewer trials asked of a longer study, without its record: its journal's first trials
-    (tmp_path / "finished").rename(tmp_path / "kept")
-    raw["tune"]["trials"] = 2
-    done = run_stage("tune", write_params(tmp_path / "fewer.yaml", raw), *map(str, tune_args))
-    assert done.returncode == 0 and "ms: trial" not in done.stderr, done.stderr
-    assert read_json(records / "ms.json")["history"] == ms["history"][:2]
-    # on another machine (no journal), with the records committed: no trial runs, the records are the same
-    shutil.rmtree(tmp_path / "studies")
-    shutil.rmtree(tmp_path / "finished")
-    (tmp_path / "kept").rename(tmp_path / "finished")
-    elsewhere = run_stage("tune", params, *map(str, tune_args))
-    assert elsewhere.returncode == 0, elsewhere.stderr
-    assert "validation MAP@R" not in elsewhere.stderr and "finished" in elsewhere.stderr
-    assert [read_json(records / f"{r}.json") for r in ("ms", "c2_batch", "c2_ccp")] == [ms, batch, ccp]
+    assert run_stage("values", params, *map(str, values_args)).returncode == 0
     done = run_stage(
         "train",
         params,
@@ -502,7 +528,7 @@ def test_the_tune_stage_records_every_run_and_train_applies_the_best_values(tmp_
     )
     assert done.returncode == 0, done.stderr
     summary = read_json(tmp_path / "models" / "fold-0-seed-0" / "summary.json")
-    assert summary["params"]["loss"]["alpha"] == ms["values"]["baselines.ms.loss.alpha"]
+    assert summary["params"]["loss"]["alpha"] == read_json(records / "ms.json")["values"]["baselines.ms.loss.alpha"]
 
 
 def test_the_tuning_report_shows_used_written_and_inherited_values(tiny_params, tmp_path):
@@ -548,22 +574,26 @@ def test_the_tuning_report_shows_used_written_and_inherited_values(tiny_params, 
     ]
     frame = tuning_frame(tiny_params, records)
     assert frame[["run", "key", "written", "used", "range", "trials", "range_end"]].values.tolist() == [
-        ["c2_batch", "ccp.c2.beta", 0.19205, 0.35, "[0.3, 0.6]", 2, ""],
-        ["c2_ccp", "ccp.c2.beta", 0.19205, 0.35, "from `c2_batch`", 0, ""],
+        ["c2_batch", "ccp.c2.beta", "study", 0.35, "[0.3, 0.6]", 2, ""],
+        ["c2_ccp", "ccp.c2.beta", "study", 0.35, "from `c2_batch`", 0, ""],
     ]
     assert frame.best_val_map_at_r.iloc[0] == pytest.approx(45.0) and np.isnan(frame.best_val_map_at_r.iloc[1])
     text = tuning_markdown(tiny_params, records, 2)
-    assert "| `c2_batch` | `ccp.c2.beta` | 0.192 | **0.35** | [0.3, 0.6] | 45.00 | 2 (1) |" in text
-    assert "| `c2_ccp` | `ccp.c2.beta` | 0.192 | **0.35** | from `c2_batch` |  |  |" in text
-    assert text.endswith("no search space and nothing inherited): `ms`.\n")
+    assert "| `c2_batch` | `ccp.c2.beta` | study | **0.35** | [0.3, 0.6] | 45.00 | 2 (1) |" in text
+    assert "| `c2_ccp` | `ccp.c2.beta` | study | **0.35** | from `c2_batch` |  |  |" in text
+    assert text.endswith("a key that reads `study` takes its `tune.start` value): `ms`.\n")
+    user = [{**records[0], "values": {}, "user_set": {"ccp.c2.beta": 0.5}}, *records[1:]]  # -S ccp.c2.beta=0.5
+    shown = tuning_markdown(tiny_params, user, 2)
+    assert "| `c2_batch` | `ccp.c2.beta` | 0.5 | **0.5** | set in params.yaml |  |  |" in shown
+    assert "instead of their studies'" in shown and "`c2_batch` (ccp.c2.beta = 0.5)" in shown
     assert "at its" not in text and "Best value within" not in text and not runs_at_range_ends(tiny_params, records)
     assert tuning_markdown(tiny_params, records[2:], 2).startswith("No run was tuned")
     records[0]["values"] = records[1]["values"] = {"ccp.c2.beta": 0.595}  # 98 % of the range: flagged
     flagged = tuning_markdown(tiny_params, records, 2)
     assert (
-        "| `c2_batch` | `ccp.c2.beta` | 0.192 | **0.595** | [0.3, 0.6] **at its high end** | 45.00 | 2 (1) |" in flagged
+        "| `c2_batch` | `ccp.c2.beta` | study | **0.595** | [0.3, 0.6] **at its high end** | 45.00 | 2 (1) |" in flagged
     )
-    assert "| `c2_ccp` | `ccp.c2.beta` | 0.192 | **0.595** | from `c2_batch` **at its high end** |  |  |" in flagged
+    assert "| `c2_ccp` | `ccp.c2.beta` | study | **0.595** | from `c2_batch` **at its high end** |  |  |" in flagged
     assert (
         "Best value within 5% of an end of its range (on the sampler's scale): `c2_batch` `ccp.c2.beta` (high), "
         "`c2_ccp` `ccp.c2.beta` (high)." in flagged.replace("\n", " ")
@@ -664,7 +694,7 @@ def test_a_key_kept_above_another_is_placed_in_its_range_by_its_draw(tiny_params
         ],
     }
     assert study_flaw(record) == ("", [])
-    assert "| `ccp.c2.beta` | 0.192 | **0.98** | [0, 1] above `ccp.c2.alpha` | 40.00 | 1 (0) |" in tuning_markdown(
+    assert "| `ccp.c2.beta` | study | **0.98** | [0, 1] above `ccp.c2.alpha` | 40.00 | 1 (0) |" in tuning_markdown(
         tiny_params, [record], 2
     )
     record["values"]["ccp.c2.beta"] = 0.51  # m+ 0.01: its low end, beta = alpha, the draw's own limit

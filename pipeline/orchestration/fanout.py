@@ -25,7 +25,7 @@ import sys
 from pathlib import Path
 
 log = logging.getLogger(__name__)
-UPSTREAM = "tune"  # with its dependencies prepare and embed
+UPSTREAM = "values"  # with its dependencies prepare and embed
 FANNED = re.compile(r"^(train|ablation|lanml)@")
 
 

@@ -28,6 +28,7 @@ COLOURS = {
     "not tested": "#fdae61",
     "untuned": "#8073ac",
     "tuning unfinished": "#b2abd2",
+    "user values": "#fee08b",
 }
 # what a companion claims table must hold (the format of pipeline/reporting/claims.py claims_table)
 COLUMNS = ("claim", "compared_over", "map_at_r_diff", "map_at_r_t_low", "map_at_r_t_high", "verdict", "verdict_holm")

@@ -9,6 +9,7 @@ import numpy as np
 import pandas as pd
 
 from pipeline.config import dotted, to_dict
+from pipeline.config.loader import STUDY
 from pipeline.params.root import Params
 from pipeline.reporting.figures import plt, save
 from pipeline.studies.tuning import completed
@@ -65,15 +66,21 @@ def _searching_record(by_run: dict[str, dict], run: str, key: str) -> dict | Non
 
 
 def tuning_frame(params: Params, records: list[dict]) -> pd.DataFrame:
-    """One row per run and tuned or inherited key: the written value (params.yaml's: what the
-    run trains at without tuning) and the used one, the range, the study's best, the end of the range (its own
-    or its source's) the value lies at, if any, and whether that end is the key's own limit (`at_limit`)."""
+    """One row per run and tuned, inherited or user-set key: the written value (params.yaml's: ``study``, or the
+    number the user set, which the run trains at) and the used one, the range, the study's best, the end of the
+    range (its own or its source's) the value lies at, if any, and whether that end is the key's own limit
+    (`at_limit`)."""
     written = to_dict(params)
     by_run = {r["run"]: r for r in records}
     rows = []
     for r in records:
         best = None if r["best_val_map_at_r"] is None else 100 * r["best_val_map_at_r"]
-        for key, value in r["values"].items():
+        for key, value in {**r["values"], **r.get("user_set", {})}.items():
+            if key in r.get("user_set", {}):
+                rows.append(
+                    {"run": r["run"], "key": key, "written": value, "used": value, "range": "set in params.yaml"}
+                )
+                continue
             own = key in r["space"] and r["trials"] > 0
             source = _searching_record(by_run, r["run"], key)
             end = range_end(drawn(r["values"], key, source["space"][key]), source["space"][key]) if source else ""
@@ -81,7 +88,7 @@ def tuning_frame(params: Params, records: list[dict]) -> pd.DataFrame:
                 {
                     "run": r["run"],
                     "key": key,
-                    "written": dotted(written, key),
+                    "written": STUDY if key in params.tune.studied else dotted(written, key),
                     "used": value,
                     "range": _range(r["space"][key]) if own else f"from `{r['inherits']}`",
                     "best_val_map_at_r": best if own else np.nan,
@@ -103,7 +110,8 @@ def tuning_frame(params: Params, records: list[dict]) -> pd.DataFrame:
         "range_end",
         "at_limit",
     ]
-    return pd.DataFrame(rows, columns=columns)
+    frame = pd.DataFrame(rows, columns=columns)
+    return frame.fillna({"best_val_map_at_r": np.nan, "trials": 0, "range_end": "", "at_limit": False})
 
 
 def late_studies(records: list[dict]) -> dict[str, dict]:
@@ -139,16 +147,20 @@ def runs_still_improving(records: list[dict]) -> dict[str, list[str]]:
 
 UNTUNED = "untuned"
 UNFINISHED = "tuning unfinished"
+USER = "user values"  # an arm trained at a value set in params.yaml: the user's experiment, no equal-effort comparison
 
 
 def study_flaw(record: dict | None) -> tuple[str, list[str]]:
-    """What keeps a run's tuning from counting under the equal-effort rule (MLRC; issue 62): (UNTUNED, why) when it
+    """What keeps a run's tuning from counting under the equal-effort rule (MLRC): (USER, why) when a key of its
+    space was set in params.yaml (pipeline/studies/values.py); (UNTUNED, why) when it
     has no study of its own or trains at values another run's study chose; (UNFINISHED, why) when a value of its
     study lies within EDGE of an end of its range that is not the key's own limit (`at_limit`), its best trial is
     among the last LATE share of its trials (`late_studies`) or a trial was cut by the epoch cap
     (`capped_trials`); ("", []) when none of these."""
     if record is None:
         return UNTUNED, ["no tuning record"]
+    if record.get("user_set"):
+        return USER, [f"{key} = {value:g} set in params.yaml" for key, value in record["user_set"].items()]
     if record["inherited"]:
         own = "" if record["trials"] else ", no study of its own"
         return UNTUNED, [f"{', '.join(record['inherited'])} from {record['inherits']}'s study{own}"]
@@ -200,9 +212,13 @@ def capped_trials(record: dict) -> list[int]:
 def claim_tuning(records: dict[str, dict], base: str, better: str) -> tuple[str, str]:
     """(verdict, why) that the tuning of a claim's two arms imposes, or ("", "") when both ran studies of their own
     with the same number of trials over the same searches (`unequal_searches`) and neither is unfinished
-    (`study_flaw`): an arm tuned less than the other, or not at all, is UNTUNED; an arm whose search hit a range end
+    (`study_flaw`): an arm at a value set in params.yaml is USER (an experiment, not the papers' comparison); an arm
+    tuned less than the other, or not at all, is UNTUNED; an arm whose search hit a range end
     or was still improving is UNFINISHED."""
     flaws = {run: study_flaw(records.get(run)) for run in (base, better)}
+    user = [f"{run}: {'; '.join(why)}" for run, (flaw, why) in flaws.items() if flaw == USER]
+    if user:
+        return USER, "; ".join(user)
     untuned = [f"{run}: {'; '.join(why)}" for run, (flaw, why) in flaws.items() if flaw == UNTUNED]
     if untuned:
         return UNTUNED, "; ".join(untuned)
@@ -213,6 +229,10 @@ def claim_tuning(records: dict[str, dict], base: str, better: str) -> tuple[str,
         return UNTUNED, "; ".join(unequal)
     unfinished = [f"{run}: {'; '.join(why)}" for run, (flaw, why) in flaws.items() if flaw == UNFINISHED]
     return (UNFINISHED, "; ".join(unfinished)) if unfinished else ("", "")
+
+
+def _written(value) -> str:
+    return value if isinstance(value, str) else f"{value:.4g}"
 
 
 def tuning_markdown(params: Params, records: list[dict], decimals: int) -> str:
@@ -236,7 +256,7 @@ def tuning_markdown(params: Params, records: list[dict], decimals: int) -> str:
         end = f" **at its {row.range_end} end**" if row.range_end and not row.at_limit else ""
         end = f" at its {row.range_end} end, the key's own limit" if row.at_limit else end
         lines.append(
-            f"| {'`' + row.run + '`' if first else ''} | `{row.key}` | {row.written:.4g} | **{row.used:.4g}** "
+            f"| {'`' + row.run + '`' if first else ''} | `{row.key}` | {_written(row.written)} | **{row.used:.4g}** "
             f"| {row.range}{end} | {score} | {trials} |"
         )
     text = "\n".join(lines) + "\n"
@@ -277,11 +297,18 @@ def tuning_markdown(params: Params, records: list[dict], decimals: int) -> str:
             "`train.max_epochs` for the data set, and a new study, `<study>-epochs<cap>` at the raised cap, runs "
             "every trial again): " + ", ".join(f"`{run}` ({_trials(t)})" for run, t in capped.items()) + ".\n"
         )
+    user = {r["run"]: r["user_set"] for r in records if r.get("user_set")}
+    if user:
+        text += (
+            "\nTrained at values set in params.yaml instead of their studies' (a claim with such an arm reads "
+            f"**{USER}**: an experiment, not the papers' comparison): "
+            + ", ".join(f"`{run}` ({', '.join(f'{k} = {v:g}' for k, v in keys.items())})" for run, keys in user.items())
+            + ".\n"
+        )
     if untuned:
         text += (
-            "\nTrained at params.yaml's values (no search space and nothing inherited): "
-            + ", ".join(f"`{r}`" for r in untuned)
-            + ".\n"
+            "\nTrained at params.yaml's values, no study's (no search space, or `tune.trials` 0: a key that reads "
+            "`study` takes its `tune.start` value): " + ", ".join(f"`{r}`" for r in untuned) + ".\n"
         )
     return text
 

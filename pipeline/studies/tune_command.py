@@ -72,11 +72,13 @@ def tune_runs(
             inherited = {}
             if source:
                 inherited = (done.get(source) or run_values(params, source, {}, studies, fold_classes))["values"]
-            done[run] = _tune_one(params, run, inherited, trials, fold_classes, data, features, journals, studies, workers)
+            folders = (data, features, journals, studies)
+            done[run] = _tune_one(params, run, inherited, trials, fold_classes, folders, workers)
     return done
 
 
-def _tune_one(params, run, inherited, trials, fold_classes, data, features, journals, studies, workers) -> dict:
+def _tune_one(params, run, inherited, trials, fold_classes, folders, workers) -> dict:
+    data, features, journals, studies = folders
     base = study_base(params, run, inherited, fold_classes)
     fixed = apply_values(params, inherited, source=f"values {run} inherits") if inherited else params
     kept = kept_study(studies, fixed, run, inherited, partial=True)

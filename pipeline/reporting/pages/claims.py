@@ -40,7 +40,8 @@ def write(params, inputs, out: Path, context: str, done: dict) -> pd.DataFrame:
         {r["run"]: r for r in inputs.tuning},
     )
     counts, holm_counts = table.verdict.value_counts(), table.verdict_holm.value_counts()
-    summary = ", ".join(f"{counts.get(v, 0)} {v}" for v in VERDICTS)
+    shown = VERDICTS + ((tuning.USER,) if counts.get(tuning.USER) else ())  # user values: only in an experiment
+    summary = ", ".join(f"{counts.get(v, 0)} {v}" for v in shown)
     summary += f" ({int(table.fragile.sum())} of the reproduced or contradicted fragile)"
     folds, seeds = len(params.experiment.folds), len(params.experiment.seeds)
     notes = (
