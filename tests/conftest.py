@@ -42,14 +42,15 @@ TINY_OVERRIDES = {
         "patience": 2,
     },
     "eval": {"kmeans_niter": 5},
-    "tune": {"trials": 0},  # the default's 30 trials a study: the tests that tune set their own (test_tuning.py)
+    # no study (the default's 30 trials a study: the tests that tune set their own, test_tuning.py): a key that reads
+    # `study` trains at tune.start's value; the tiny pool of 3 proxies (2 a class) is one of them
+    "tune": {"trials": 0, "start": {"ccp": {"pool_size": 3}}},
     # zero_lambda_first off: the tiny runs may have a single sub-problem, and ccp.lambda must still act there
     "ccp": {
         "losses": ["c2"],
         "variants": ["loss_proxy"],
         "alternating": ["ccp"],
         "proxies_per_class": 2,
-        "pool_size": 3,
         "zero_lambda_first": False,
     },
     "profs": {"losses": ["ms"], "variants": ["plain", "profs_hncm"]},

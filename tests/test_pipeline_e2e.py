@@ -54,9 +54,9 @@ def stages_run(output: str) -> set[str]:
     return set(fanout.stages_run(output))
 
 
-def tiny_project(repo: Path) -> Path:
-    """The project's code and conf/ at the tiny values, each stage in one process (ONE_PROCESS), committed in a new
-    git + DVC repository `repo`."""
+def tiny_project(repo: Path, overrides: dict | None = None) -> Path:
+    """The project's code and conf/ at the tiny values (and `overrides`), each stage in one process (ONE_PROCESS),
+    committed in a new git + DVC repository `repo`."""
     for name in ("pipeline", "stages", "reference", "conf", "hydra_plugins"):
         shutil.copytree(ROOT / name, repo / name, ignore=shutil.ignore_patterns("__pycache__"))
     # reports/emoji/claims.csv: the report's companion table; studies/README.md: the values stage's studies folder (a dep)
@@ -67,7 +67,9 @@ def tiny_project(repo: Path) -> Path:
     # the tiny config is the project's conf/ with the tiny values; params.yaml is composed from it, and every
     # `dvc exp run -S` below composes again (DVC's Hydra composition, as in the project)
     write_params_like_dvc(
-        repo / "conf" / "config.yaml", merge(TINY_OVERRIDES, ONE_PROCESS), template=ROOT / "conf" / "config.yaml"
+        repo / "conf" / "config.yaml",
+        merge(merge(TINY_OVERRIDES, ONE_PROCESS), overrides or {}),
+        template=ROOT / "conf" / "config.yaml",
     )
     sh([sys.executable, "-m", "pipeline.compose"], repo)
     sh(["git", "init", "-q"], repo)
@@ -249,6 +251,49 @@ def test_exp_run_reruns_only_the_changed_method(repo):
     rows = {line.split()[0] for line in view[1:] if line.strip()}
     assert {"baselines.ms.loss.alpha", "ccp.lambda", "ms", "c2_ccp"} <= rows, view
     assert max(map(len, view)) <= 100 and not any("data/" in line for line in view)
+
+
+def test_a_searched_key_set_with_S_trains_its_runs_at_it_and_starts_no_study(tmp_path_factory):
+    """Tuning is `dml tune`'s, never `dvc repro`'s: without a study the values stage stops with one line naming the
+    runs and the command; with the studies made and committed, `-S ccp.lambda=0.03` (c2_ccp's searched key) runs no
+    trial, trains c2_ccp at 0.03 with its study's other values, leaves every other run's values byte for byte, and
+    the claim on it reads "user values"."""
+    tuning = {"tune": {"trials": 2, "startup_trials": 1}, "profs": {"variants": ["plain"]}}  # HNCM: 2 classes a batch
+    repo = tiny_project(tmp_path_factory.mktemp("tuned"), tuning)
+    dml = [str(Path(sys.executable).parent / "dml")]
+    err = sh(DVC + ["repro"], repo, fails=True)
+    runs = "ms, c2_loss_proxy, c2_ccp, ms_plain"
+    assert f"error: no finished study in studies/digit_pairs/ for {runs}: run `dml tune " in err, err
+    tuned = sh(dml + ["tune"], repo)
+    assert tuned.count("validation MAP@R") == 8, tuned  # 4 studies x 2 trials
+    sh(DVC + ["repro"], repo)
+    sh(["git", "add", "studies", "dvc.lock", "reports", "params.yaml"], repo)  # what a user commits
+    sh(["git", "commit", "-qm", "studies"], repo)
+    before = _tree(repo / "data" / "tuned")
+    out = sh(DVC + ["exp", "run", "-S", "ccp.lambda=0.03"], repo)
+    assert "validation MAP@R" not in out and "trials over" not in out
+    assert stages_run(out) == {
+        "code",
+        "values",
+        "train@c2_ccp",
+        "ablation@paper-ccp",
+        "poc@paper",
+        "evaluate",
+        "pictures",
+        "export",
+        "report@paper",
+    }
+    after = _tree(repo / "data" / "tuned")
+    assert {name for name in before if before[name] != after[name]} == {"c2_ccp.json"}
+    trained = json.loads(after["c2_ccp.json"])
+    record = json.loads((repo / "data" / "tuning" / "c2_ccp.json").read_text())
+    assert trained["settings"]["lambda"] == 0.03 and "ccp.lambda" not in trained["values"]
+    assert record["user_set"] == {"ccp.lambda": 0.03} and trained["values"] == {
+        k: v for k, v in record["values"].items() if k != "ccp.lambda"
+    }
+    assert trained["values"]["ccp.c2.alpha"] == json.loads(before["c2_ccp.json"])["values"]["ccp.c2.alpha"]
+    claims = (repo / "reports" / "claims.csv").read_text()
+    assert "user values" in claims and "ccp.lambda = 0.03 set in params.yaml" in claims
 
 
 def _tree(folder: Path) -> dict[str, bytes]:
