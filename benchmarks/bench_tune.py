@@ -1,6 +1,6 @@
 """Benchmark: what a tuning study costs (trials a minute, minutes a study), by part, with and without the pruner.
 
-Runs real studies of the tune stage (pipeline/studies/tuning.py run_study with its validation objective: every MLRC
+Runs real studies as `dml tune` does (pipeline/studies/tuning.py run_study with its validation objective: every MLRC
 fold of a trial trained in the stage's worker processes, kept across the trials) in a temporary journal, for a
 baseline, a CCP and a PROFS run of a composed params file on its feature cache, once per pruner setting, and times
 every trial and every fold model inside it. Per run and setting it prints:
@@ -49,7 +49,7 @@ def timed_fold_job(job):
 
 
 class TimedWorkers(Workers):
-    """The tune stage's workers, keeping each fold job's seconds and epochs."""
+    """`dml tune`'s workers, keeping each fold job's seconds and epochs."""
 
     def __init__(self, *args):
         super().__init__(*args)

@@ -151,7 +151,7 @@ class RunSetup:
     seed: int  # params.seed: the root of the initial weights' and the batches' seeds
 
     def record(self) -> dict:
-        """The settings the run trains with, as summary.json and data/tuned/<run>.json (the values stage) record them."""
+        """The settings the run trains with, as summary.json and data/tuned/<run>.json (values stage) record them."""
         return _record(self.name, self.method)
 
 

@@ -48,7 +48,7 @@ def main(params, args):
 def configure(p):
     p.add_argument("--models", default="data/models")
     p.add_argument("--data", default="data/prepared")
-    p.add_argument("--tuned", default="data/tuned", help="each run's settings as it trained (the tune stage's files)")
+    p.add_argument("--tuned", default="data/tuned", help="each run's settings as it trained (the values stage's files)")
     p.add_argument("--out", default="data/export")
 
 

@@ -3,7 +3,7 @@
 The models train in ``train.workers`` processes. Writes per model (``fold-<k>-seed-<s>``) the best
 weights, the test embeddings and a summary, the per-epoch log (dvc plots) and a sub-problem table (one row per
 sub-problem of an outer-loop method, none for the others). Each output folder appears complete or not at all.
-The run's settings come from params.yaml with the tune stage's values applied; they must be those the tune stage
+The run's settings come from params.yaml with the values stage's values applied; they must be those the values stage
 recorded in `--tuned` (what DVC saw change), or the stage stops.
 
 Under torchrun (``train.launcher``), every process trains the models one after the other with
@@ -50,7 +50,7 @@ def main(params, args):
             f"{source}: method {args.method!r} is not one of the configured runs "
             f"({', '.join(runs)}; see experiment.methods and the method families' losses and variants)"
         )
-    # all the workers see of params: with the tune stage's values for this run (none: params as written)
+    # all the workers see of params: with the values stage's values for this run (none: params as written)
     setup = trained_setup(params, args.method, args.tuned, source) if args.tuned else run_setup(params, args.method)
     models = model_ids(params)
     ranked = launched_by_torchrun()
@@ -102,7 +102,7 @@ def configure(p):
         "not --logs: torchrun would take that for its --logs-specs",
     )
     p.add_argument("--subproblems", help="folder of CSVs with one row per sub-problem (outer-loop methods)")
-    p.add_argument("--tuned", help="the tune stage's values and settings for this run (data/tuned/<run>.json)")
+    p.add_argument("--tuned", help="the values stage's values and settings for this run (data/tuned/<run>.json)")
 
 
 if __name__ == "__main__":

@@ -418,7 +418,7 @@ def test_only_alternating_variants_regularise_the_first_subproblem(variant, firs
 
 
 def test_a_ccp_runs_record_holds_exactly_the_keys_its_variant_uses(tiny_params):
-    """summary.json's settings of a CCP run, which the tune stage also writes into data/tuned/<run>.json (the one
+    """summary.json's settings of a CCP run, which the values stage also writes into data/tuned/<run>.json (the one
     file of the run's own settings its train stage depends on): its loss's section and its variant's keys, no others
     (a Loss-Proxy run must not retrain when ccp.lambda, which it does not use, changes)."""
     from pipeline.families.ccp import ALGORITHM_1_KEYS as CCP_ALGORITHM_1_KEYS

@@ -424,7 +424,7 @@ def test_a_search_at_a_range_end_or_still_improving_leaves_the_tuning_unfinished
 
 
 def test_a_best_value_at_the_keys_own_limit_is_no_clipped_search():
-    """A range end that is the bound the schema puts on the key (stages/tune.py `limits`) has nothing beyond it:
+    """A range end that is the bound the schema puts on the key (pipeline/studies/values.py `limits`) has nothing beyond it:
     the other end, or an end that is no limit, still counts."""
     from pipeline.reporting.tuning import claim_tuning
 

@@ -22,7 +22,7 @@ def test_manifest_split_and_folds():
 
 
 def test_a_folds_training_and_validation_classes_part_the_training_classes(tiny_data):
-    """Manifest.num_classes: L of each fold's training part (PROFS's p(y), stages/tune.py) and of its validation
+    """Manifest.num_classes: L of each fold's training part (PROFS's p(y), pipeline/studies/values.py) and of its validation
     part add up to the training split's classes, a class in one part only."""
     manifest, _ = tiny_data
     folds = sorted(set(manifest.table.fold) - {-1})

@@ -234,7 +234,7 @@ def test_a_floor_the_model_stays_above_changes_nothing_and_one_it_trails_prunes_
 
 
 def test_a_study_through_the_training_loop_prunes_trials_and_keeps_their_siblings_short(tiny_dict, tiny_data, tmp_path):
-    """The tune stage's objective on the tiny data, a floor at the first trial's best: a later trial is pruned unless
+    """The tuning objective on the tiny data, a floor at the first trial's best: a later trial is pruned unless
     it keeps up, and once a fold model is cut its sibling stops after its next epoch."""
     manifest, features = tiny_data
     (tmp_path / "features").mkdir()

@@ -29,7 +29,7 @@ BATCH_VARIANTS = ("batch", "loss_proxy")
 ALTERNATING_VARIANTS = ("ccp", "sample_ccp")  # re-initialise their anchors: several sub-problems
 # the ccp keys every CCP run trains with besides its loss's own section, the K-center pool every proxy run's first
 # anchors are drawn from (Loss-Proxy too: CCP Alg. 2 starts its single sub-problem), and the keys only Algorithm 1's
-# alternating runs add: what a run records (pipeline/runs.py run_record), which the tune stage writes into the
+# alternating runs add: what a run records (pipeline/runs.py run_record), which the values stage writes into the
 # data/tuned/<run>.json its train stage depends on (tests/test_ccp.py)
 SHARED_KEYS = (
     "proxies_per_class",

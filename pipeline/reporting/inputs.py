@@ -98,11 +98,11 @@ def load(params, args) -> ReportInputs:
         poc=read_json(_need(Path(args.poc), "proof-of-concept results", "run the poc stage")),
         info=read_json(_need(Path(args.features) / "info.json", "feature cache info", "run the embed stage")),
         tuning=[
-            read_json(_need(Path(args.tuning) / f"{r}.json", "tuning record", "run the tune stage"))
+            read_json(_need(Path(args.tuning) / f"{r}.json", "tuning record", "run the values stage"))
             for r in tuning_order(params)
         ],
         settings={
-            r: read_json(_need(Path(args.tuned) / f"{r}.json", "tuned settings", "run the tune stage"))["settings"]
+            r: read_json(_need(Path(args.tuned) / f"{r}.json", "tuned settings", "run the values stage"))["settings"]
             for r in runs
         },
         published=read_published(Path(args.reference)),

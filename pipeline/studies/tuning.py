@@ -17,9 +17,9 @@ created afresh, seeded from (seed, run, n), and sees the n completed trials befo
 interrupted and resumed proposes exactly what an uninterrupted one would, and the same params give the same
 trials. A trial that was running when its process died is marked failed on resume and redone. The study's
 name carries a fingerprint of every setting that changes what a trial measures, so changed params start a
-new study in the same file instead of mixing trials of two settings; raising `tune.trials` continues one. Where the
-journal is gone (another machine), a study's record (stages/tune.py writes it after every trial) is replayed into a
-new journal and the study goes on from it, trial for trial as if never stopped (`replay`).
+new study in the same file instead of mixing trials of two settings; more trials continue one. Where the journal
+is gone (another machine), a study's record (`dml tune` writes it after every trial, pipeline/studies/tune_command.py)
+is replayed into a new journal and the study goes on from it, trial for trial as if never stopped (`replay`).
 
 Pruning (`tune.pruner`, off unless its rule is set). A trial's fold models may be stopped early when they trail the
 study's completed trials on their fold (pipeline/training/pruning.py: the best validation MAP@R so far against a
@@ -498,7 +498,7 @@ def validation_objective(
 ) -> Callable[[dict[str, float]], TrialResult]:
     """The trial objective: mean over the MLRC folds of the best validation MAP@R of `run` trained at the
     trial's values with the first replicate seed, the folds in `workers` (processes kept across the trials and
-    studies of the tune stage); no test class is used."""
+    studies of a `dml tune`); no test class is used."""
     from pipeline.training.jobs import FoldJob
     from pipeline.training.worker import run_fold_job
 

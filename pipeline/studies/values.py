@@ -2,7 +2,7 @@
 
 For each key of a run's search space (``tune.spaces.<run>``), in this order:
 - a number written in params.yaml (``dvc exp run -S ccp.lambda=1e-3``) is the user's value: the run trains at it
-  and the report marks the run "user values" (pipeline/reporting/verdicts.py);
+  and the report marks the run "user values" (pipeline/reporting/tuning.py study_flaw);
 - a key that reads ``study`` (``tune.studied``, pipeline/config/loader.py) takes the best trial's value of the run's
   finished study, the record ``studies/<data.name>/<study name>.json`` that `dml tune` writes;
 - with ``tune.trials: 0`` there is no study, and such a key trains at its ``tune.start`` value.
