@@ -43,8 +43,8 @@ def at_limit(record: dict, key: str, end: str) -> bool:
     """Whether the `end` ("low" / "high") of `key`'s range in `record`'s study is the key's own limit: the bound
     the schema puts on it (pipeline/studies/values.py `limits`: a margin's 0, a cosine radius's 1; or the top of
     the paper's reading of the key, PROFS's lambda's 1: pipeline/studies/tuning.py READING_TOPS), or a best value at
-    which the key changes nothing (`inert_while`: PROFS's rho and lambda where M is 1). The search covered every model the
-    key gives on that side, so a best value there is the loss's edge, not a clipped search."""
+    which the key changes nothing (`inert_while`: PROFS's rho and lambda where M is 1). The search covered every
+    model the key gives on that side, so a best value there is the loss's edge, not a clipped search."""
     limits = record.get("limits", {}).get(key)
     if not end or not limits:
         return False
