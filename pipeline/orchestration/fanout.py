@@ -25,7 +25,7 @@ import sys
 from pathlib import Path
 
 log = logging.getLogger(__name__)
-UPSTREAM = "values"  # with its dependencies prepare and embed
+UPSTREAM = ("embed", "values")  # with their dependencies code and prepare: what every fanned stage reads
 FANNED = re.compile(r"^(train|ablation|lanml)@")
 
 
@@ -97,7 +97,7 @@ def fan_out(root: Path, executor, jobs: int, folder: Path, origin: str | None = 
     commit, remote = _commit(root), _remote_url(root)
     origin = origin or str(root)
     log.info("fan-out of %s at %s through %s", origin, commit[:10], remote)
-    first = executor.submit(run_job, origin, commit, remote, str(folder / "upstream"), [UPSTREAM])
+    first = executor.submit(run_job, origin, commit, remote, str(folder / "upstream"), list(UPSTREAM))
     ran = {"upstream": first.result()}
     stages = fanned_stages(root)
     groups = [stages[i::jobs] for i in range(min(jobs, len(stages)))]
