@@ -531,6 +531,61 @@ def test_dml_tune_makes_the_studies_the_values_stage_reads_and_train_applies_the
     assert summary["params"]["loss"]["alpha"] == read_json(records / "ms.json")["values"]["baselines.ms.loss.alpha"]
 
 
+def _marked(mark: str) -> list[int]:
+    """The live processes whose environment holds `mark` (every child of a process started with it inherits it)."""
+    found = []
+    for environ in Path("/proc").glob("[0-9]*/environ"):
+        try:
+            if mark.encode() in environ.read_bytes():
+                found.append(int(environ.parent.name))
+        except OSError:
+            continue
+    return found
+
+
+@pytest.mark.skipif(not Path("/proc/self/environ").is_file(), reason="reads /proc (Linux)")
+def test_sigterm_stops_dml_tune_and_its_workers_and_leaves_only_completed_trials(tmp_path, tiny_dict):
+    """SIGTERM during `dml tune` (a scheduler, or a user's kill) stops the command and its worker processes (none
+    is left running: the trials' processes inherit a marker in their environment), and the record in progress holds
+    completed trials only."""
+    import os
+    import signal
+    import time
+
+    from tests.conftest import write_params
+
+    raw = merge(tiny_dict, {"tune": {"trials": 50, "startup_trials": 2}, "train": {"workers": 2}})
+    raw["tune"]["spaces"] = {"ms": {"baselines.ms.loss.alpha": {"low": 0.5, "high": 8.0, "log": True}}}
+    params = write_params(tmp_path / "params.yaml", raw)
+    prepared, features, studies = tmp_path / "prepared", tmp_path / "features", tmp_path / "studies"
+    for module, args in (("prepare", ("--out", prepared)), ("embed", ("--data", prepared, "--out", features))):
+        assert run_stage(module, params, *map(str, args)).returncode == 0
+    mark = f"DML_TEST_MARK={tmp_path.name}"
+    where = ["--params", str(params), "--data", str(prepared), "--features", str(features), "--studies", str(studies)]
+    log = tmp_path / "tune.log"
+    with open(log, "w") as err:  # a file, not a pipe: the command never blocks on a full one
+        tune = subprocess.Popen(
+            [sys.executable, "-m", "pipeline.cli", "tune", "ms", *where, "--journals", str(tmp_path / "journals")],
+            stderr=err,
+            env={**os.environ, "DML_TEST_MARK": tmp_path.name},
+        )
+    deadline = time.time() + 120
+    while "ms: trial 0 validation MAP@R" not in log.read_text() and time.time() < deadline:
+        time.sleep(0.2)  # the first trial done: the workers are up and on the next one
+    time.sleep(0.5)
+    assert len(_marked(mark)) > 1  # the command and its workers
+    tune.send_signal(signal.SIGTERM)
+    assert tune.wait(timeout=60) == 128 + signal.SIGTERM, log.read_text()[-2000:]
+    deadline = time.time() + 30
+    while _marked(mark) and time.time() < deadline:
+        time.sleep(0.2)
+    assert not _marked(mark), "worker processes left running"
+    (record,) = studies.glob("*.json")
+    assert record.name.endswith(".partial.json")
+    history = json.loads(record.read_text())["history"]
+    assert 1 <= len(history) < 50 and all(t["val_map_at_r"] is not None for t in history)
+
+
 def test_the_tuning_report_shows_used_written_and_inherited_values(tiny_params, tmp_path):
     from pipeline.reporting.tuning import history_figure, runs_at_range_ends, tuning_frame, tuning_markdown
 
