@@ -88,6 +88,19 @@ def repo(tmp_path_factory):
     return tiny_project(tmp_path_factory.mktemp("project"))
 
 
+# what a new ccp.lambda reruns: code checks params.yaml whole on every change (and writes the same fingerprints);
+# not Loss-Proxy, which has no lambda
+LAMBDA_RERUNS = {
+    "code",
+    "values",
+    "train@c2_ccp",
+    "ablation@paper-ccp",
+    "poc@paper",
+    "evaluate",
+    "pictures",
+    "export",
+    "report@paper",
+}
 RUNS = ("ms", "proxy_anchor", "c2_loss_proxy", "c2_ccp", "ms_plain", "ms_profs_hncm")
 
 
@@ -207,17 +220,7 @@ def test_ccp_lambda_changes_only_ccp_rows_and_figures(repo):
     ran = stages_run(out)
     # not Loss-Proxy: no lambda there; the values stage reads every run's section and rewrites the others' records
     # byte for byte
-    assert ran == {
-        "code",  # checks params.yaml whole on every change, and writes the same fingerprints
-        "values",
-        "train@c2_ccp",
-        "ablation@paper-ccp",
-        "poc@paper",
-        "evaluate",
-        "pictures",
-        "export",
-        "report@paper",
-    }
+    assert ran == LAMBDA_RERUNS
     diff = sh(["git", "diff", "--unified=0", "params.yaml"], repo)
     changed = [
         line.split("#")[0].rstrip() for line in diff.splitlines() if line[:1] in "+-" and line[:3] not in ("+++", "---")
@@ -272,17 +275,7 @@ def test_a_searched_key_set_with_S_trains_its_runs_at_it_and_starts_no_study(tmp
     before = _tree(repo / "data" / "tuned")
     out = sh(DVC + ["exp", "run", "-S", "ccp.lambda=0.03"], repo)
     assert "validation MAP@R" not in out and "trials over" not in out
-    assert stages_run(out) == {
-        "code",
-        "values",
-        "train@c2_ccp",
-        "ablation@paper-ccp",
-        "poc@paper",
-        "evaluate",
-        "pictures",
-        "export",
-        "report@paper",
-    }
+    assert stages_run(out) == LAMBDA_RERUNS
     after = _tree(repo / "data" / "tuned")
     assert {name for name in before if before[name] != after[name]} == {"c2_ccp.json"}
     trained = json.loads(after["c2_ccp.json"])
