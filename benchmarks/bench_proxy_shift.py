@@ -5,7 +5,7 @@ the covering radius within one epoch, the placement is gone before it can matter
 on fold 0 of the prepared data (`dvc repro embed` first; `--data` / `--features` for another set, e.g. the
 emoji default's) twice: with the authors' release settings (params.yaml's defaults: proxies at the
 network's learning rate, Adam moments kept, per-loss reductions, dot similarity, K-center on raw outputs)
-and with this project's settings before issue 22 (proxies at 10x, moments reset, mean over pairs, cosine,
+and with this project's earlier settings (proxies at 10x, moments reset, mean over pairs, cosine,
 K-center in the normalised space). It prints per setting the proxy shift (normalised space, mean / max over
 proxies) after the first epoch of each sub-problem and at its end, beside the covering radius.
 
@@ -32,7 +32,7 @@ BEFORE = {
     "reducer": "mean",
     "similarity": "cosine",
     "kcenter_space": "normalized",
-}  # params.yaml before issue 22 (proxy_lr 1e-2 at train.lr 1e-3)
+}  # the earlier settings (proxy_lr 1e-2 at train.lr 1e-3)
 
 
 def main():
@@ -45,7 +45,7 @@ def main():
     args = parser.parse_args()
     params = load_params(args.params)
     manifest, features = read_manifest(args.data), FeatureCache.load(f"{args.features}/features.npz")
-    settings = {"as released (default)": params, "before issue 22": replace(params, ccp=replace(params.ccp, **BEFORE))}
+    settings = {"as released (default)": params, "earlier settings": replace(params, ccp=replace(params.ccp, **BEFORE))}
     for name, p in settings.items():
         result = train_fold(run_setup(p, f"{args.loss}_ccp"), 0, manifest, features, torch.device("cpu"), args.seed)
         rows = pd.DataFrame(result.diagnostics)

@@ -18,7 +18,7 @@
 #   epoch     benchmarks/bench_epoch.py: ResNet50 finetuned on the digit pairs at 64 px, bf16, 4 loader workers
 #   finetune  benchmarks/bench_finetune.py on .gpu/cub.yaml: the loader rows alone (both train.augment_on, beside the
 #             plain torchvision loop), then ceilings, loader, and 1 / 2 / 4 models at once (augment_on device; then
-#             loader for ResNet50 bf16, the path before issue 50)
+#             loader for ResNet50 bf16, the eager path)
 #   digit     the digit default's stages in dvc.yaml's order (benchmarks/run_stages.py), then the sha256 of every
 #             file under reports/ in OUT/reports.sha256 (to compare with the committed reports)
 #   emoji     the emoji default finetuned (.gpu/emoji.yaml as params.yaml, then .gpu/emoji_stages.txt); the reports

@@ -31,6 +31,7 @@ def main(params, args):
 
 def configure(p):
     p.add_argument("--metrics", default="data/evaluation/metrics")
+    p.add_argument("--backbone", default="data/evaluation/backbone.json", help="the backbone features' metrics")
     p.add_argument("--spectra", default="data/evaluation/spectra")
     p.add_argument("--per-class", default="data/evaluation/per_class", help="per-class scores of every run (evaluate)")
     p.add_argument("--train-logs", default="data/train_logs", help="per-epoch training logs of every run")

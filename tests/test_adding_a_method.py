@@ -1,13 +1,7 @@
 """docs/adding-a-method.md, done: a toy loss, a toy miner and a toy method family added to a temporary copy of the
 project, counting the files a person writes (the rest is generated), then trained by `dvc repro` on the tiny config.
 
-Before the registries (issue 42) a loss took 5 files (its schema and the loss union, the builder's if-chain,
-conf/config.yaml, params.yaml, the papers' names) and a family about 12 (run lists and parsing, four config
-modules, names, claims, the report's prose, conf/, dvc.yaml); a miner took 3 before issue 51 (its schema and the
-miner union in pipeline/config/miners.py, the builder's if-chain in pipeline/methods/baselines.py, the triplet
-miners' list the checks read), a family 4 with its train stage in dvc.yaml before issue 51, and a data set 6 (the
-flat data schema, the checks' list of embedded sets, prepare's if-chain, the report's descriptions and its
-published-name table, its module) + its conf/dataset file. Now: a loss is its module (+ conf/config.yaml to train a
+A loss is its module (+ conf/config.yaml to train a
 run of it), a miner too, a family its record module, its objective module and conf/config.yaml, a data set its
 module and its conf/dataset file.
 """

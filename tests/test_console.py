@@ -87,7 +87,7 @@ def test_the_stage_log_folder_ignores_itself_in_any_repository(tmp_path):
 
 
 def test_the_evaluate_stage_draws_one_bar_for_all_its_models(monkeypatch, tmp_path, tiny_dict):
-    """Issue 64: one bar for the stage, not a kNN bar per model."""
+    """One bar for the stage, not a kNN bar per model."""
     import argparse
     import json
 

@@ -36,7 +36,7 @@ def test_every_stage_depends_on_its_code_file_and_lists_no_code():
 
 def test_dvc_lock_holds_only_the_stages_dvc_yaml_defines():
     """DVC keeps a removed stage's entry in dvc.lock forever: a renamed stage would leave its old record beside the
-    new one (issue 63). Each entry must be a stage of today's dvc.yaml (its matrix and foreach expanded)."""
+    new one. Each entry must be a stage of today's dvc.yaml (its matrix and foreach expanded)."""
     from dvc.repo import Repo
 
     live = {stage.addressing for stage in Repo(str(ROOT)).index.stages}
@@ -179,7 +179,7 @@ REGISTRIES = ("pipeline/losses/", "pipeline/miners/", "pipeline/families/", "pip
 )
 def test_a_stage_that_reads_no_loss_imports_no_loss(module, registries):
     """Loading params imports only the sections a stage reads (pipeline/config/loader.py params_type), so adding a
-    loss, a miner or a family reruns none of these stages (issue 63 item 2)."""
+    loss, a miner or a family reruns none of these stages."""
     code = {p.as_posix() for p in closure(module)}
     assert {r for r in REGISTRIES if any(f.startswith(r) for f in code)} == registries
 

@@ -3,6 +3,7 @@
 import itertools
 
 import numpy as np
+import pandas as pd
 import pytest
 import torch
 from hypothesis import given, settings
@@ -320,7 +321,7 @@ def test_query_gallery_by_hand():
     assert (m["precision_at_1"], m["r_precision"], m["map_at_r"], m["recall_at_2"]) == (0.0, 0.5, 0.25, 1.0)
 
 
-# ---- exact kNN (issue 24): the same lists as a float64 brute force on adversarial inputs
+# ---- exact kNN: the same lists as a float64 brute force on adversarial inputs
 
 
 def brute_force(x: np.ndarray, k: int, queries: np.ndarray | None = None):
@@ -433,3 +434,39 @@ def test_bad_k_names_the_sizes():
         nearest_neighbours(x, 4)
     with pytest.raises(ValueError, match=r"k=5 must be in 1..4 for a gallery of 4 items"):
         nearest_neighbours(x, 5, queries=x[:1])
+
+
+def test_the_backbone_reference_is_its_features_on_the_unit_sphere(tmp_path):
+    """evaluate_backbone (the results table's first row): test metrics of the L2-normalised features, validation
+    MAP@R the mean over the folds' validation classes. Hand-made: two test classes that only the normalisation
+    separates ([1, 0] is nearer [0, 1] than [10, 0.1] in raw L2), a validation fold retrieved perfectly (MAP@R 1)
+    and one retrieved wrongly (0): mean 0.5."""
+    from pipeline.evaluation.backbone import evaluate_backbone
+    from pipeline.models.features import FeatureCache
+
+    rows = [  # (feature, label, split, fold)
+        ([1, 0], 0, "test", -1),
+        ([10, 0.1], 0, "test", -1),
+        ([0, 1], 1, "test", -1),
+        ([0.1, 10], 1, "test", -1),
+        ([1, 0], 2, "train", 0),
+        ([2, 0], 2, "train", 0),
+        ([0, 1], 3, "train", 0),
+        ([0, 2], 3, "train", 0),
+        ([1, 0], 4, "train", 1),
+        ([0, 1], 4, "train", 1),
+        ([1, 0.01], 5, "train", 1),
+        ([0.01, 1], 5, "train", 1),
+    ]
+    features = np.array([r[0] for r in rows], dtype=np.float32)
+    labels, split, fold = (np.array([r[i] for r in rows]) for i in (1, 2, 3))
+    pd.DataFrame(
+        {"path": [f"{i}.png" for i in range(len(rows))], "label": labels, "split": split, "fold": fold}
+    ).to_csv(tmp_path / "manifest.csv", index=False)
+    FeatureCache(features, labels, split, fold).save(tmp_path / "features.npz")
+    out = evaluate_backbone((tmp_path, tmp_path / "features.npz", [0, 1], EvalConfig(kmeans_niter=5), 0))
+    assert out["test"]["precision_at_1"] == 1.0 and out["test"]["map_at_r"] == 1.0
+    assert out["validation"]["map_at_r"] == pytest.approx(0.5)
+    assert out["dim"] == 2 and out["folds"] == [0, 1]
+    raw = evaluate_embeddings(features[:4], labels[:4], EvalConfig(kmeans_niter=5), 0)
+    assert raw["precision_at_1"] == 0.5  # without the normalisation: [1, 0] and [0, 1] are each other's nearest

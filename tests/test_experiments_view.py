@@ -85,3 +85,37 @@ def test_runs_only_the_commit_holds_are_left_out():
     table = experiments_table(shown)
     assert "lifted" not in table
     assert [line.split()[:3] for line in table.splitlines() if line.startswith("ms ")][0] == ["ms", "val", "MAP@R"]
+
+
+def test_the_runs_at_a_user_value_are_named_where_a_searched_key_reads_a_number():
+    def with_tune(lam) -> dict:
+        data = _data(0.5, 0.5, 0.7 if lam == "study" else 0.65)
+        tree = data["params"]["params.yaml"]["data"]
+        tree["ccp"]["lambda"] = lam
+        tree["baselines"] = {"ms": {"loss": {"alpha": "study"}}}
+        tree["tune"] = {
+            "start": {"ccp": {"lambda": 2e-4}},
+            "spaces": {"c2_ccp": {"ccp.lambda": {"low": 1e-5}}, "ms": {"baselines.ms.loss.alpha": {"low": 1}}},
+        }
+        return data
+
+    shown = [
+        {"rev": "workspace", "name": None, "data": with_tune("study")},
+        {
+            "rev": "a" * 40,
+            "name": "main",
+            "data": with_tune("study"),
+            "experiments": [
+                {
+                    "revs": [
+                        {"rev": "b" * 40, "name": "lam", "data": with_tune(1e-3)},
+                    ]
+                }
+            ],
+        },
+    ]
+    lines = experiments_table(shown).splitlines()
+    assert lines[1].split() == ["(runs", "at", "user", "values)", "-", "-", "c2_ccp"]  # ms reads study: not named
+    assert lines[2].split() == ["ccp.lambda", "study", "study", "0.0010"]
+    older = [{"rev": "workspace", "name": None, "data": _data(2e-4, 0.5, 0.7)}]  # no tune.start: no such row
+    assert "user values" not in experiments_table(older)

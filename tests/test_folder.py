@@ -161,3 +161,27 @@ def test_a_bad_folder_keeps_the_last_good_runs_folder_and_log(tmp_path, tiny_dic
     assert "class_04" in (logs / "prepare.failed.log").read_text()
     assert prepare(good).returncode == 0
     assert sorted(p.name for p in logs.iterdir()) == [".gitignore", "prepare.log"]
+
+
+def test_a_prepare_that_replaces_your_folder_with_another_data_set_says_so(tmp_path, tiny_dict):
+    """After a folder experiment, a run composed without `-S dataset=folder` (the digit default) replaces
+    data/prepared: the stage names what the folder held and what replaces it; the same data set again says nothing."""
+    source = make_folder(tmp_path / "glyphs")
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+
+    def prepare(params):
+        write_params(tmp_path / "params.yaml", params)
+        command = [sys.executable, "-m", "stages.prepare", "--params", "params.yaml", "--out", "data/prepared"]
+        done = subprocess.run(command, cwd=tmp_path, env=env, capture_output=True, text=True)
+        assert done.returncode == 0, done.stderr
+        return done.stderr
+
+    folder = merge(tiny_dict, {"data": {"name": "folder", "source": str(source), "setting": "none"}})
+    assert "replaces it" not in prepare(folder)
+    assert "replaces it" not in prepare(folder)
+    switched = [line for line in prepare(tiny_dict).splitlines() if "replaces it" in line]
+    assert len(switched) == 1
+    assert (
+        f"data/prepared held folder from {source}; params.yaml asks for digit_pairs, which replaces it" in switched[0]
+    )
+    assert "-S dataset=folder" in switched[0]

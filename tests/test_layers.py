@@ -1,6 +1,6 @@
 """The package drawing of docs/pipeline.md ("Layers"): every import between two of pipeline's packages points down
 the list, module level or inside a function, so a reader who follows a value into the code never climbs back, and
-a module can be read knowing only the layers below it (issue 63 item 4)."""
+a module can be read knowing only the layers below it."""
 
 import ast
 from pathlib import Path

@@ -93,7 +93,7 @@ def test_the_search_picture_shows_the_misses_first_and_counts_as_the_console_doe
 
 
 def test_long_class_names_are_drawn_whole_or_shortened_in_the_middle(monkeypatch, tmp_path):
-    """Issue 64: `dml search --picture` drew "missed_video_cal" for "missed_video_call"."""
+    """`dml search --picture` drew "missed_video_cal" for "missed_video_call"."""
     drawn = {}
     monkeypatch.setattr(pictures, "save", lambda fig, *a, **k: drawn.update(fig=fig))
     names = {0: "missed_video_call_from_a_friend", 1: "x" * 30 + "_the_end_of_a_very_long_class_name"}

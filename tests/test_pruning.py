@@ -71,7 +71,7 @@ def test_a_pruned_trial_holds_under_its_cap_and_higher_ones_only():
     assert holds_under(row, 100) and holds_under(row, 400) and not holds_under(row, 50)
 
 
-# Validation MAP@R of both fold-3 C2-Loss-Proxy models of the emoji run before issue 62 (reports/emoji/train_logs at
+# Validation MAP@R of both fold-3 C2-Loss-Proxy models of the emoji run of the earlier protocol (reports/emoji/train_logs at
 # commit 4c44ede, seeds 0 and 1, epochs 0-21): peak at epoch 1, dip, climb until the old 20-epoch patience stopped them
 DIP_AND_CLIMB = (
     [
@@ -126,8 +126,8 @@ DIP_AND_CLIMB = (
 
 
 def test_the_dip_and_climb_of_c2_loss_proxy_on_emoji_is_never_cut():
-    """Both fold-3 C2-Loss-Proxy models of the pre-issue-62 emoji run peak at epoch 1, dip and climb for 20 epochs
-    (issue 62): under the default rule no floor, however high, cuts them, since they rise over the window at every
+    """Both fold-3 C2-Loss-Proxy models of the earlier protocol's emoji run peak at epoch 1, dip and climb for 20
+    epochs: under the default rule no floor, however high, cuts them, since they rise over the window at every
     checkpoint they reach."""
     rule = PrunerConfig()
     for curve in DIP_AND_CLIMB:

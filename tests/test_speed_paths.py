@@ -1,4 +1,4 @@
-"""Where work runs and how it is fed (issue 40): device and process choice, loaders built once per fit, CUDA graphs.
+"""Where work runs and how it is fed: device and process choice, loaders built once per fit, CUDA graphs.
 
 The GPU itself is not here (CI has none); what can be checked on a CPU is: `auto` picks the CPU for a frozen head
 and the GPU for a backbone, `auto` processes follow the cores, validation reads through one persistent loader

@@ -146,6 +146,7 @@ def test_report_names_missing_lanml_results(tmp_path, tiny_dict):
     ablations.mkdir()
     for study in ("ccp", "profs"):
         (ablations / f"{study}.csv").write_text("sweep,test_map_at_r\n")
+    (tmp_path / "backbone.json").write_text("{}")
     done = run_stage(
         "report",
         write_params(
@@ -164,6 +165,8 @@ def test_report_names_missing_lanml_results(tmp_path, tiny_dict):
         str(metrics),
         "--ablations",
         str(ablations),
+        "--backbone",
+        str(tmp_path / "backbone.json"),
         "--lanml",
         str(tmp_path / "none"),
         "--out",

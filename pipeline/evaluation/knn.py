@@ -1,6 +1,6 @@
 """Exact Euclidean k nearest neighbours, the same lists on every CPU, the query excluded from its own list.
 
-Two passes (issue 24). A float32 faiss search (``IndexFlatL2``, the CPU's BLAS, `threads` threads) proposes
+Two passes. A float32 faiss search (``IndexFlatL2``, the CPU's BLAS, `threads` threads) proposes
 candidates; its distances may differ from the exact ones by at most a bound that depends only on the norms
 (below), so a query's candidate list provably holds its true k nearest items once the last candidate lies
 more than twice that bound beyond the k-th; a query for which that does not hold is searched again, deeper

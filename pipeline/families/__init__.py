@@ -64,7 +64,7 @@ class Ablation:
 
 
 def best_point(table):
-    """The point of a sweep a user would pick without the test set: the highest validation MAP@R (issue 62; the test
+    """The point of a sweep a user would pick without the test set: the highest validation MAP@R (the test
     MAP@R it is reported with decides nothing)."""
     return table.loc[table.best_val_map_at_r.idxmax()]
 

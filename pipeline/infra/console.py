@@ -83,7 +83,7 @@ def failed_log(path: Path) -> Path:
 
 def end_stage_log(path: Path, succeeded: bool) -> None:
     """A stage's log file always holds its last successful run: a failed run's log moves to <stage>.failed.log and
-    the one set aside at the start (`start_stage_log`) comes back (issue 64: a bad input keeps the good run's log)."""
+    the one set aside at the start (`start_stage_log`) comes back (a bad input keeps the good run's log)."""
     for handler in logging.getLogger().handlers:
         handler.flush()
     last = _set_aside(path)

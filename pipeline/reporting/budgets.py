@@ -6,7 +6,7 @@ stopped before its patience had run out, i.e. fewer than the run's patience epoc
 epoch: at the epoch cap (train.max_epochs) or at ccp.max_subproblems. Such a model might still have
 improved, so a claim resting on it is flagged in the table.
 
-A model **failed** (``failed``, the one rule for every compared arm, issue 39) when it kept epoch 0 or 1 (training
+A model **failed** (``failed``, the one rule for every compared arm) when it kept epoch 0 or 1 (training
 left it at the untrained network, or it peaked after one epoch and fell away for the whole patience), or when its
 validation MAP@R never rose above the untrained network's (epoch 0). Such a model measures a failure of our settings
 for that fold, not the method: the claims table names it and tests its claim again without it.
@@ -146,7 +146,7 @@ def replay_shorter_patience(
 ) -> pd.DataFrame:
     """For each shorter patience P (below a run's own): the models that would have kept an earlier epoch, and
     the mean and largest loss of validation MAP@R (points) against what the run's own patience kept. The default
-    list holds 20, the patience before issue 62 (500 steps against MLRC's 1,800), so the report shows what it cut."""
+    list holds 20, the earlier protocol's patience (500 steps against MLRC's 1,800), so the report shows what it cut."""
     rows = []
     for p in shorter:
         lost = []

@@ -26,7 +26,7 @@ methods. Compared runs tuned to a value at an end of its search range are named 
 (`flagged_runs_note`, `RANGE_END`): their verdicts may reflect the range rather than the method; so are runs tuned
 by a study that found its best among its last trials (`STILL_IMPROVING`).
 
-How fragile a verdict is (issue 47): a reproduced or contradicted verdict is marked **fragile** when the sign of the
+How fragile a verdict is: a reproduced or contradicted verdict is marked **fragile** when the sign of the
 mean difference flips (or reaches 0) as any one unit (fold; seed in 2-D) is left out in turn, or when the P@1
 difference has the other sign than the MAP@R one. The verdict itself keeps its rule; the mark says it hangs on one
 fold or on the metric.

@@ -6,7 +6,9 @@ at 80 or 120 columns a reader sees hashes only. This view turns the table: one c
 workspace, the commit, its experiments, newest last) and one row per param that varies, then, for each run that an
 experiment (or the workspace) trained and whose headline metrics vary, its validation MAP@R (choose by it, never by
 test), test MAP@R and P@1. A run only the commit holds (the committed default's, beside experiments on your own data)
-is left out, and so are dependency hashes and the params no experiment changed. A value too long for its column
+is left out, and so are dependency hashes and the params no experiment changed. The first row, where it varies,
+names the runs that trained at a user value: a searched key (``tune.spaces``) set to a number instead of ``study``
+(`dvc exp run -S ccp.lambda=1e-3`; pipeline/studies/values.py). A value too long for its column
 (a folder in `data.source`) shows as a note mark, `[1]`, and is printed in full under the table. The numbers are
 `dvc exp show --json`'s (DVC's own reading of params.yaml and reports/headline_metrics.json), rounded to 4 digits.
 """
@@ -18,10 +20,13 @@ import subprocess
 import sys
 import textwrap
 
+from pipeline.config import dotted
+from pipeline.config.loader import STUDY
 from pipeline.infra.errors import PipelineError
 
 METRICS_FILE = "reports/headline_metrics.json"
 METRIC_ROWS = (("val_map_at_r", "val MAP@R"), ("map_at_r", "test MAP@R"), ("precision_at_1", "P@1"))
+USER_ROW = "(runs at user values)"  # sorts before every param
 WIDTH, LABEL, CELL = 100, 28, 12
 FITS = (WIDTH - LABEL) // CELL  # experiment columns in WIDTH
 
@@ -48,6 +53,17 @@ def _flat(tree: dict, prefix: str = "") -> dict[str, object]:
     return out
 
 
+def user_value_runs(params: dict, trained: dict) -> str | None:
+    """The runs of `trained` (headline metrics) whose searched keys include one that params.yaml's tree `params` sets
+    to a number, comma-separated ("-" for none); None for a params.yaml without ``tune.start`` (older than `study`)."""
+    tune = params.get("tune") or {}
+    if "start" not in tune:
+        return None
+    spaces = tune.get("spaces") or {}
+    runs = [r for r in trained if any(dotted(params, key) != STUDY for key in spaces.get(r) or {})]
+    return ", ".join(sorted(runs)) or "-"
+
+
 def columns(shown: list[dict]) -> list[tuple[str, dict, dict, bool]]:
     """(name, flat params, headline metrics, is a commit) of the workspace, each commit and its experiments, in DVC's
     order."""
@@ -58,6 +74,9 @@ def columns(shown: list[dict]) -> list[tuple[str, dict, dict, bool]]:
         for file, content in (data.get("params") or {}).items():
             params.update(_flat((content or {}).get("data") or {}, "" if file == "params.yaml" else f"{file}:"))
         metrics = ((data.get("metrics") or {}).get(METRICS_FILE) or {}).get("data") or {}
+        tree = (((data.get("params") or {}).get("params.yaml") or {}).get("data")) or {}
+        if (user := user_value_runs(tree, metrics)) is not None:
+            params[USER_ROW] = user
         found.append((name, params, metrics, commit))
 
     for entry in shown:

@@ -30,6 +30,7 @@ class ReportInputs:
     """Every cached result the report reads (`load`), each named for what it holds."""
 
     metrics: dict[str, dict]  # run -> the evaluate stage's metrics JSON
+    backbone: dict  # the backbone's features with no head trained: the same metrics (evaluate)
     per_class: dict[str, pd.DataFrame]  # run -> per-class test scores (index: class)
     logs: pd.DataFrame  # every epoch row of every model (budgets.read_logs)
     patience: dict[str, int]  # run -> its early-stopping patience
@@ -73,6 +74,7 @@ def load(params, args) -> ReportInputs:
     patience = {r: run_train_config(params, r).patience for r in runs}
     return ReportInputs(
         metrics=metrics,
+        backbone=read_json(_need(Path(args.backbone), "backbone features' metrics", "run the evaluate stage")),
         per_class=per_class,
         logs=logs,
         patience=patience,
@@ -126,7 +128,7 @@ def context_lines(params, inputs) -> str:
 def _tuned_line(records: list[dict]) -> str:
     tuned = [r["run"] for r in records if r["trials"]]
     if not tuned:
-        return "as written in params.yaml (`tune.trials` 0; no run was tuned)"
+        return "not tuned (`tune.trials` 0): each run at params.yaml's values, `tune.start`'s for the searched keys"
     return (
         f"tuned on the validation folds, never the test classes ({len(tuned)} studies of "
         f"{max(r['trials'] for r in records)} trials; the values each run trained at: [tuning.md](tuning.md))"

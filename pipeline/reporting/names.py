@@ -47,10 +47,13 @@ BASELINES = {
 }
 
 
+REFERENCES = {"backbone": "Backbone features, no training"}  # the reference row (pipeline/evaluation/backbone.py)
+
+
 def paper_name(run: str) -> str:
     """The papers' name of run id `run` (the id itself when there is none)."""
-    if run in BASELINES:
-        return BASELINES[run]
+    if run in BASELINES or run in REFERENCES:
+        return BASELINES.get(run) or REFERENCES[run]
     parsed = parse_run(run)
     if parsed:  # the family's names (pipeline/families)
         family, loss, variant = parsed

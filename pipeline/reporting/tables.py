@@ -44,6 +44,17 @@ def results_frame(metrics: dict[str, dict], recall_at: list[int], embedding_dim:
     return pd.DataFrame(rows)
 
 
+def backbone_row(backbone: dict, recall_at: list[int]) -> dict:
+    """The results row of the backbone's features with no head trained (evaluate's backbone.json): one embedding,
+    so no std or interval; protocol `features-<D>D`, compared with no run for the bold."""
+    protocol = f"features-{backbone['dim']}D"
+    row = {"method": "backbone", "name": paper_name("backbone"), "protocol": protocol, "models": 1}
+    for key, _ in metric_columns(recall_at):
+        row[key] = (1 if key in RAW_COLUMNS else 100) * backbone["test"][key]
+        row[key + "_std"] = row[key + "_ci95"] = float("nan")
+    return row
+
+
 def markdown_table(frame: pd.DataFrame, recall_at: list[int], decimals: int) -> str:
     """Markdown with `mean ± 95% half-width` cells; the best mean per protocol and column in bold."""
     cols = metric_columns(recall_at)

@@ -326,7 +326,8 @@ def history_figure(records: list[dict], startup_trials: int, path: Path) -> None
         axes[0][0].text(
             0.5,
             0.5,
-            "no run was tuned (tune.trials = 0):\nevery run trained at params.yaml's values",
+            "no run was tuned (tune.trials = 0): every run trained at\n"
+            "params.yaml's values, tune.start's for the searched keys",
             ha="center",
             va="center",
         )

@@ -18,7 +18,7 @@ capture and kills the loader ("operation not permitted when stream is capturing"
 models at once, 2026-11-29). Where torch takes ``capture_error_mode``, the capture is "thread_local" (only the
 capturing thread's calls are checked); where it does not, the training loader does not pin (loop.prepare).
 
-What stays eager, and why (issue 50):
+What stays eager, and why:
 - the loss and its miner: pytorch-metric-learning's miners and pair losses select their pairs and triplets with
   data-dependent indexing (``torch.where`` over the batch's label and distance masks), so their shapes change from step
   to step and they synchronise with the host; a graph replays fixed shapes and cannot record a synchronisation. None

@@ -42,7 +42,7 @@ def loader_settings(
 
 FEATURE_BATCH = 512  # cached features embedded at a time (the committed reports' batches)
 # images embedded at a time: on a CPU 64 (bench_epoch: validation a quarter faster than at 512, a small CNN's
-# activations stay in the caches); on a GPU 256, forward passes being launch-bound below that (issue 40)
+# activations stay in the caches); on a GPU 256, forward passes being launch-bound below that
 IMAGE_BATCH = {"cpu": 64, "cuda": 256}
 KEEP_BYTES = 2 << 30  # inputs of a deterministic transform up to this size are kept after the first pass
 

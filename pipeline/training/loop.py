@@ -154,7 +154,7 @@ def epoch_batches(
     if isinstance(data.train, TensorDataset):
         # still a DataLoader: each epoch its iterator draws a base seed from torch's global generator, and the
         # methods that sample with that generator (distance-weighted mining) depend on that stream; a loop without
-        # it trained other Margin models (issue 48)
+        # it trains other Margin models
         return DataLoader(data.train, sampler=batches, batch_size=None, **loading)
     return DataLoader(data.train, batch_sampler=batches, collate_fn=data.collate, **loading)
 

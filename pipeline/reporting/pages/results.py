@@ -4,11 +4,13 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pandas as pd
+
 from pipeline.families import families
 from pipeline.infra.io import write_text
 from pipeline.reporting.pages import Page, register_page
 from pipeline.reporting.render import render
-from pipeline.reporting.tables import markdown_table, results_frame
+from pipeline.reporting.tables import backbone_row, markdown_table, results_frame
 
 
 def write(params, inputs, out: Path, context: str, done: dict) -> None:
@@ -19,6 +21,7 @@ def write(params, inputs, out: Path, context: str, done: dict) -> None:
         .sort_values(order, ascending=[True] + [False] * (len(order) - 1), kind="stable")
         .drop(columns="_last")
     )
+    frame = pd.concat([pd.DataFrame([backbone_row(inputs.backbone, params.eval.recall_at)]), frame], ignore_index=True)
     runs = "; ".join(
         ["baselines `" + "`, `".join(params.experiment.methods) + "`"]
         + [f.runs_text for f in families().values() if f.runs_text]
@@ -32,7 +35,7 @@ register_page(
     Page(
         name="results",
         order=10,
-        reads=("metrics",),
+        reads=("metrics", "backbone"),
         outputs=("results.md", "results.csv"),
         write=write,
         links=lambda params, result: ["[results.md](results.md): every metric of every run (and results.csv)"],
