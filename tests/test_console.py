@@ -114,8 +114,13 @@ def test_the_evaluate_stage_draws_one_bar_for_all_its_models(monkeypatch, tmp_pa
         "__init__",
         lambda self, *a, real=tqdm.tqdm.__init__, **k: (bars.append(k.get("desc")), real(self, *a, **k))[1],
     )
+    reference = {"test": {"map_at_r": 0.3, "precision_at_1": 0.6}, "validation": {"map_at_r": 0.4}}
+    monkeypatch.setattr(evaluate, "evaluate_backbone", lambda job: reference)  # the features' row: no models, no bar
     args = argparse.Namespace(
         models=str(tmp_path / "models"),
+        data=str(tmp_path / "prepared"),
+        features=str(tmp_path / "features"),
+        backbone=str(tmp_path / "backbone.json"),
         out=str(tmp_path / "metrics"),
         spectra=str(tmp_path / "spectra"),
         per_class=str(tmp_path / "per_class"),
@@ -123,4 +128,4 @@ def test_the_evaluate_stage_draws_one_bar_for_all_its_models(monkeypatch, tmp_pa
     )
     evaluate.main(params, args)
     assert bars == ["evaluate"]
-    assert len(json.loads((tmp_path / "headline.json").read_text())) == len(all_runs(params))
+    assert len(json.loads((tmp_path / "headline.json").read_text())) == len(all_runs(params)) + 1  # + backbone

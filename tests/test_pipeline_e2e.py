@@ -169,7 +169,9 @@ def test_repro_builds_every_output(repo):
     budgets = (reports / "budgets.md").read_text()
     assert all(f"| {run} | 2 / 3 |" in budgets for run in RUNS)
     assert "No run was tuned (`tune.trials` is 0" in (reports / "tuning.md").read_text()
-    assert "as written in params.yaml (`tune.trials` 0" in claims  # the tiny config's patience / max epochs
+    assert "not tuned (`tune.trials` 0)" in claims  # the tiny config's patience / max epochs
+    first = (reports / "results.md").read_text().split("| method | protocol |")[1].splitlines()[2]
+    assert first.startswith("| Backbone features, no training (`backbone`) | features-") and " ± " not in first
     assert (reports / "per_class" / "c2_ccp.csv").read_text().startswith("class,queries,fold_0_seed_0:map_at_r,")
     assert all(f"figures/{name}.png" in index for name in figure_names())
     for method in RUNS:  # what each run retrieves and its map, published and linked from the index
