@@ -177,15 +177,15 @@ def cmd_experiments(args) -> None:
 def cmd_tune(args) -> None:
     from pipeline.infra.console import configure_logging
     from pipeline.params.root import load_params
-    from pipeline.studies.tune_command import stop_on_sigterm, tune_runs
+    from pipeline.studies.tune_command import stopped_by_sigterm, tune_runs
 
     configure_logging()
-    stop_on_sigterm()
     params = load_params(args.params)
     studies = Path(args.studies or f"studies/{params.data.name}")
-    records = tune_runs(
-        params, args.runs, args.trials or params.tune.trials, args.data, args.features, Path(args.journals), studies
-    )
+    with stopped_by_sigterm():
+        records = tune_runs(
+            params, args.runs, args.trials or params.tune.trials, args.data, args.features, Path(args.journals), studies
+        )
     print(f"{len(records)} studies finished in {studies}/: `dvc repro` trains at them (commit the records)")
 
 

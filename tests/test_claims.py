@@ -10,8 +10,8 @@ from pipeline.evaluation.paired import cluster_bootstrap, holm, verdict
 from pipeline.families import Claim
 from pipeline.params.root import params_from_dict
 from pipeline.reporting.claims import (
+    NOT_CONVERGED,
     RANGE_END,
-    STILL_IMPROVING,
     arm_differences,
     claim_differences,
     claims_markdown,
@@ -21,6 +21,7 @@ from pipeline.reporting.claims import (
 )
 from pipeline.reporting.names import label, paper_name
 from tests.conftest import merge, project_params
+from tests.test_rules import study
 
 
 def run_metrics(map_at_r: list[float], p1: list[float] | None = None) -> dict:
@@ -343,99 +344,13 @@ def test_compared_runs_tuned_at_a_range_end_are_named_under_the_table():
     )
 
 
-def test_compared_runs_tuned_by_a_study_still_improving_are_named_with_the_study():
+def test_compared_runs_tuned_by_an_unconverged_study_are_named_with_the_study():
     metrics = {"a": run_metrics([0.5, 0.6]), "b": run_metrics([0.6, 0.7])}
     table = claims_table([Claim("b beats a", "s", "a", "b")], metrics, {})
-    note = flagged_runs_note(table, {"b": ["a_study"], "z": ["z"]}, STILL_IMPROVING)
-    assert note.startswith("\n**Runs tuned by a study still improving at its last trials**")
+    note = flagged_runs_note(table, {"b": ["a_study"], "z": ["z"]}, NOT_CONVERGED)
+    assert note.startswith("\n**Runs tuned by a study that had not converged**")
     assert note.endswith("[tuning.md](tuning.md)): `b` (`a_study`).\n") and "`z`" not in note
-    assert flagged_runs_note(table, {"z": ["z"]}, STILL_IMPROVING) == ""
-
-
-def study(run: str, trials: int, values: dict, best_trial: int = 0, inherits: str | None = None) -> dict:
-    """A tuning record (reports/tuning/<run>.json) whose keys were searched on [0, 10] (inherited: not searched);
-    trial t scored 0.1 + t / 1000, except the best one at 0.5."""
-    inherited = values if inherits else {}
-    space = {} if inherits else {k: {"low": 0.0, "high": 10.0, "log": False, "integer": False} for k in values}
-    history = [{"trial": t, "val_map_at_r": 0.5 if t == best_trial else 0.1 + t / 1000} for t in range(trials)]
-    return {
-        "run": run,
-        "trials": trials,
-        "values": values,
-        "space": space,
-        "inherited": inherited,
-        "inherits": inherits,
-        "history": history,
-        "best_trial": best_trial if trials else None,
-        "best_val_map_at_r": 0.5 if trials else None,
-    }
-
-
-def test_a_claim_is_untuned_unless_both_arms_ran_studies_of_their_own_with_the_same_trials():
-    from pipeline.reporting.tuning import claim_tuning
-
-    a, b = study("a", 20, {"x": 5.0}, best_trial=3), study("b", 20, {"x": 5.0, "y": 4.0}, best_trial=10)
-    assert claim_tuning({"a": a, "b": b}, "a", "b") == ("", "")
-    assert claim_tuning({"a": a, "b": study("b", 0, {})}, "a", "b") == (
-        "untuned",
-        "b: no study (trained at params.yaml's values)",
-    )
-    assert claim_tuning({"a": a, "b": study("b", 0, {"x": 5.0}, inherits="a")}, "a", "b") == (
-        "untuned",
-        "b: x from a's study, no study of its own",
-    )
-    assert claim_tuning({"a": a, "b": study("b", 10, {"x": 5.0, "y": 4.0}, best_trial=3)}, "a", "b") == (
-        "untuned",
-        "a: 20 trials, b: 10",
-    )
-    assert claim_tuning({"b": b}, "a", "b") == ("untuned", "a: no tuning record")
-
-
-def test_a_claim_is_untuned_unless_its_arms_search_the_keys_they_share_over_the_same_ranges():
-    """The better arm searches every family key the base arm searches, over the same range (MS-CCP's beta on
-    [0.01, 1000] beside Loss-Proxy's [0.01, 100] is not equal effort); its variant keys are its own to add, and
-    keys under an arm's own `baselines.<run>.` are not shared."""
-    from pipeline.reporting.tuning import claim_tuning
-
-    a = study("a", 20, {"ccp.ms.beta": 5.0}, best_trial=3)
-    b = study("b", 20, {"ccp.ms.beta": 5.0, "ccp.lambda": 4.0}, best_trial=3)
-    assert claim_tuning({"a": a, "b": b}, "a", "b") == ("", "")
-    b["space"]["ccp.ms.beta"] = {"low": 0.0, "high": 20.0, "log": False, "integer": False}
-    assert claim_tuning({"a": a, "b": b}, "a", "b") == (
-        "untuned",
-        "ccp.ms.beta searched on [0, 10] by a, [0, 20] by b",
-    )
-    skipped = study("b", 20, {"ccp.lambda": 4.0}, best_trial=3)
-    assert claim_tuning({"a": a, "b": skipped}, "a", "b") == ("untuned", "b: ccp.ms.beta not searched (a searched it)")
-    own_a = study("a", 20, {"baselines.a.loss.margin": 5.0}, best_trial=3)
-    own_b = study("b", 20, {"baselines.b.loss.margin": 5.0}, best_trial=3)
-    assert claim_tuning({"a": own_a, "b": own_b}, "a", "b") == ("", "")
-
-
-def test_a_search_at_a_range_end_or_still_improving_leaves_the_tuning_unfinished():
-    from pipeline.reporting.tuning import claim_tuning
-
-    a = study("a", 20, {"x": 5.0}, best_trial=3)
-    at_end = study("b", 20, {"x": 5.0, "y": 9.6}, best_trial=3)  # within 5% of 10
-    late = study("b", 20, {"x": 5.0, "y": 4.0}, best_trial=16)  # among the last 20% (trials 16-19)
-    assert claim_tuning({"a": a, "b": at_end}, "a", "b") == ("tuning unfinished", "b: y at its high end")
-    assert claim_tuning({"a": a, "b": late}, "a", "b") == ("tuning unfinished", "b: best at trial 16 of 20")
-    assert claim_tuning({"a": a, "b": study("b", 20, {"x": 5.0, "y": 4.0}, best_trial=15)}, "a", "b") == ("", "")
-
-
-def test_a_best_value_at_the_keys_own_limit_is_no_clipped_search():
-    """A range end that is the bound the schema puts on the key (pipeline/studies/values.py `limits`) has nothing beyond it:
-    the other end, or an end that is no limit, still counts."""
-    from pipeline.reporting.tuning import claim_tuning
-
-    a = study("a", 20, {"x": 5.0}, best_trial=3)
-    floor = study("b", 20, {"x": 5.0, "y": 0.2}, best_trial=3)  # within 5% of the low end 0
-    floor["limits"] = {"y": [0.0, None]}  # y >= 0, as a margin
-    assert claim_tuning({"a": a, "b": floor}, "a", "b") == ("", "")
-    floor["limits"] = {"y": [None, 10.0]}  # a limit at the other end only
-    assert claim_tuning({"a": a, "b": floor}, "a", "b") == ("tuning unfinished", "b: y at its low end")
-    floor["limits"] = {"y": [-1.0, None]}  # a limit below the range: the range stopped short of it
-    assert claim_tuning({"a": a, "b": floor}, "a", "b") == ("tuning unfinished", "b: y at its low end")
+    assert flagged_runs_note(table, {"z": ["z"]}, NOT_CONVERGED) == ""
 
 
 def test_the_tuning_rule_replaces_verdicts_and_leaves_them_out_of_holm():
@@ -472,21 +387,3 @@ def test_the_proof_of_concept_is_a_holm_family_of_its_own():
     assert claims_table([runs_claim, poc_claim], fold_means_metrics([1.0, 1.1, 0.9, 1.0]), poc, tuning=records)[
         "verdict"
     ].tolist() == ["untuned", "reproduced"]
-
-
-def test_a_study_with_a_trial_cut_by_the_epoch_cap_is_unfinished(monkeypatch):
-    from pipeline.reporting import tuning
-    from pipeline.reporting.tuning import claim_tuning, tuning_markdown
-
-    a = study("a", 20, {"ccp.lambda": 5.0}, best_trial=3)
-    b = study("b", 20, {"ccp.lambda": 5.0, "profs.rho": 4.0}, best_trial=3)
-    b["history"][5]["capped"] = b["history"][14]["capped"] = True
-    assert claim_tuning({"a": a, "b": b}, "a", "b") == ("tuning unfinished", "b: trials 5, 14 cut by the epoch cap")
-    text = tuning_markdown(params_with(), [a, b], 2)
-    assert "stopped at the epoch cap" in text and "`b` (trials 5, 14)" in text
-    assert "a new study, `<study>-epochs<cap>` at the raised cap, runs every trial again" in text  # run_study's name
-    counted = []
-    monkeypatch.setattr(
-        tuning, "capped_trials", lambda r, real=tuning.capped_trials: counted.append(r["run"]) or real(r)
-    )
-    assert tuning_markdown(params_with(), [a, b], 2) == text and counted == ["a", "b"]  # once per record

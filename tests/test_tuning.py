@@ -18,6 +18,7 @@ from pipeline.config import ParamsError, apply_values
 from pipeline.config.tune import SearchDim
 from pipeline.models.features import FeatureCache
 from pipeline.params.root import params_from_dict
+from pipeline.reporting.selection import Noise
 from pipeline.runs import run_setup
 from pipeline.studies.tuning import TrialResult, completed_trials, run_study, study_name
 from pipeline.training.experiment import train_fold
@@ -586,6 +587,28 @@ def test_sigterm_stops_dml_tune_and_its_workers_and_leaves_only_completed_trials
     assert 1 <= len(history) < 50 and all(t["val_map_at_r"] is not None for t in history)
 
 
+def test_an_error_raised_while_sigterm_unwinds_still_ends_dml_tune_as_sigterm():
+    """The signal can cut a journal lock's acquisition; its release then fails (no lock file). The exit code stays
+    SIGTERM's, and the handler is the one before once the command is done."""
+    import os
+    import signal
+    import time
+
+    from pipeline.studies.tune_command import stopped_by_sigterm
+
+    before = signal.getsignal(signal.SIGTERM)
+    with pytest.raises(SystemExit) as stop:
+        with stopped_by_sigterm():
+            try:
+                os.kill(os.getpid(), signal.SIGTERM)
+                time.sleep(5)
+            finally:
+                raise FileNotFoundError("ms.journal.lock: no such file")  # noqa: B012
+    assert stop.value.code == 128 + signal.SIGTERM and signal.getsignal(signal.SIGTERM) is before
+    with pytest.raises(FileNotFoundError), stopped_by_sigterm():  # without the signal an error stays an error
+        raise FileNotFoundError("missing")
+
+
 def test_the_tuning_report_shows_used_written_and_inherited_values(tiny_params, tmp_path):
     from pipeline.reporting.tuning import history_figure, runs_at_range_ends, tuning_frame, tuning_markdown
 
@@ -633,18 +656,18 @@ def test_the_tuning_report_shows_used_written_and_inherited_values(tiny_params, 
         ["c2_ccp", "ccp.c2.beta", "study", 0.35, "from `c2_batch`", 0, ""],
     ]
     assert frame.best_val_map_at_r.iloc[0] == pytest.approx(45.0) and np.isnan(frame.best_val_map_at_r.iloc[1])
-    text = tuning_markdown(tiny_params, records, 2)
+    text = tuning_markdown(tiny_params, records, 2, None)
     assert "| `c2_batch` | `ccp.c2.beta` | study | **0.35** | [0.3, 0.6] | 45.00 | 2 (1) |" in text
     assert "| `c2_ccp` | `ccp.c2.beta` | study | **0.35** | from `c2_batch` |  |  |" in text
     assert text.endswith("a key that reads `study` takes its `tune.start` value): `ms`.\n")
     user = [{**records[0], "values": {}, "user_set": {"ccp.c2.beta": 0.5}}, *records[1:]]  # -S ccp.c2.beta=0.5
-    shown = tuning_markdown(tiny_params, user, 2)
+    shown = tuning_markdown(tiny_params, user, 2, None)
     assert "| `c2_batch` | `ccp.c2.beta` | 0.5 | **0.5** | set in params.yaml |  |  |" in shown
     assert "instead of their studies'" in shown and "`c2_batch` (ccp.c2.beta = 0.5)" in shown
     assert "at its" not in text and "Best value within" not in text and not runs_at_range_ends(tiny_params, records)
-    assert tuning_markdown(tiny_params, records[2:], 2).startswith("No run was tuned")
+    assert tuning_markdown(tiny_params, records[2:], 2, None).startswith("No run was tuned")
     records[0]["values"] = records[1]["values"] = {"ccp.c2.beta": 0.595}  # 98 % of the range: flagged
-    flagged = tuning_markdown(tiny_params, records, 2)
+    flagged = tuning_markdown(tiny_params, records, 2, None)
     assert (
         "| `c2_batch` | `ccp.c2.beta` | study | **0.595** | [0.3, 0.6] **at its high end** | 45.00 | 2 (1) |" in flagged
     )
@@ -655,7 +678,7 @@ def test_the_tuning_report_shows_used_written_and_inherited_values(tiny_params, 
     )
     assert runs_at_range_ends(tiny_params, records) == {"c2_batch": ["ccp.c2.beta"], "c2_ccp": ["ccp.c2.beta"]}
     records[0]["limits"] = {"ccp.c2.beta": [None, 0.6]}  # were 0.6 the key's own limit: the loss's edge
-    at_limit = tuning_markdown(tiny_params, records, 2)
+    at_limit = tuning_markdown(tiny_params, records, 2, None)
     assert "| [0.3, 0.6] at its high end, the key's own limit | 45.00 |" in at_limit
     assert "from `c2_batch` at its high end, the key's own limit |" in at_limit
     assert "Best value within 5% of an end of its range" not in at_limit
@@ -664,7 +687,7 @@ def test_the_tuning_report_shows_used_written_and_inherited_values(tiny_params, 
     records[0]["values"] = records[1]["values"] = {"ccp.c2.beta": 0.305}  # at the low end, 0 its schema's limit
     assert runs_at_range_ends(tiny_params, records) == {"c2_batch": ["ccp.c2.beta"], "c2_ccp": ["ccp.c2.beta"]}
     records[0]["inert_while"] = {"ccp.c2.beta": {"ccp.c2.beta": 0.31}}  # were every value <= 0.31 one model (rho)
-    assert "at its low end, the key's own limit" in tuning_markdown(tiny_params, records, 2)
+    assert "at its low end, the key's own limit" in tuning_markdown(tiny_params, records, 2, None)
     assert not runs_at_range_ends(tiny_params, records)
     records[0]["inert_while"] = {"ccp.c2.beta": {"ccp.c2.beta": 0.3}}  # the best value above it: it may matter
     assert runs_at_range_ends(tiny_params, records) == {"c2_batch": ["ccp.c2.beta"], "c2_ccp": ["ccp.c2.beta"]}
@@ -692,7 +715,7 @@ def test_the_tuning_report_shows_used_written_and_inherited_values(tiny_params, 
     ],
 )
 def test_a_best_value_at_an_end_of_its_range_is_flagged_on_the_samplers_scale(value, dim, end):
-    from pipeline.reporting.tuning import range_end
+    from pipeline.reporting.rules import range_end
 
     assert range_end(value, dim) == end
 
@@ -729,9 +752,10 @@ def test_a_keys_limits_are_the_bounds_its_schema_puts_on_it(tiny_params):
 
 
 def test_a_key_kept_above_another_is_placed_in_its_range_by_its_draw(tiny_params):
-    """pipeline/reporting/tuning.py: beta searched by its excess over alpha is at a range end when beta - alpha is,
+    """pipeline/reporting/rules.py: beta searched by its excess over alpha is at a range end when beta - alpha is,
     whatever beta's own value; its low end 0 (beta = alpha) is the draw's own limit (key_limits)."""
-    from pipeline.reporting.tuning import study_flaw, tuning_markdown
+    from pipeline.reporting.rules import study_flaw
+    from pipeline.reporting.tuning import tuning_markdown
 
     dim = {"low": 0.0, "high": 1.0, "log": False, "integer": False}
     record = {
@@ -748,15 +772,15 @@ def test_a_key_kept_above_another_is_placed_in_its_range_by_its_draw(tiny_params
             {"trial": 0, "val_map_at_r": 0.4, "values": {"ccp.c2.alpha": 0.5, "ccp.c2.beta - ccp.c2.alpha": 0.48}}
         ],
     }
-    assert study_flaw(record) == ("", [])
+    assert study_flaw(record, 0.5) == ("", [])
     assert "| `ccp.c2.beta` | study | **0.98** | [0, 1] above `ccp.c2.alpha` | 40.00 | 1 (0) |" in tuning_markdown(
-        tiny_params, [record], 2
+        tiny_params, [record], 2, None
     )
     record["values"]["ccp.c2.beta"] = 0.51  # m+ 0.01: its low end, beta = alpha, the draw's own limit
-    assert study_flaw(record) == ("", [])
-    assert "above `ccp.c2.alpha` at its low end, the key's own limit" in tuning_markdown(tiny_params, [record], 2)
+    assert study_flaw(record, 0.5) == ("", [])
+    assert "above `ccp.c2.alpha` at its low end, the key's own limit" in tuning_markdown(tiny_params, [record], 2, None)
     record["values"]["ccp.c2.beta"] = 1.47  # m+ 0.97: its high end, a clipped search
-    assert study_flaw(record) == ("tuning unfinished", ["ccp.c2.beta at its high end"])
+    assert study_flaw(record, 0.5) == ("tuning unfinished", ["ccp.c2.beta at its high end"])
 
 
 def test_profs_rho_and_lambda_change_nothing_where_every_fold_takes_one_step_a_projection(tiny_params):
@@ -788,12 +812,13 @@ def _study(run: str, scores: list[float], inherits: str | None = None, values: b
     }
 
 
-def test_studies_still_improving_at_their_last_trials_are_flagged_with_the_runs_that_inherit_them(tiny_params):
-    from pipeline.reporting.tuning import late_studies, runs_still_improving, tuning_markdown
+def test_studies_not_converged_are_flagged_with_the_runs_that_inherit_them(tiny_params):
+    from pipeline.reporting.rules import late_gain, unconverged_chain
+    from pipeline.reporting.tuning import convergence_markdown
 
     flat = [0.30, 0.40, 0.35, 0.38, 0.39, 0.36, 0.37, 0.39, 0.38, 0.37]  # best at trial 1 of 10
-    edge = [0.30, 0.40, 0.35, 0.38, 0.39, 0.36, 0.37, 0.42, 0.38, 0.37]  # best at trial 7: not among the last 2
-    late = [0.30, 0.40, 0.35, 0.38, 0.39, 0.36, 0.37, 0.42, 0.45, 0.37]  # best at trial 8: among the last 2
+    edge = [0.30, 0.40, 0.35, 0.38, 0.39, 0.36, 0.37, 0.42, 0.38, 0.37]  # best at trial 7: before the last 2
+    late = [0.30, 0.40, 0.35, 0.38, 0.39, 0.36, 0.37, 0.42, 0.45, 0.37]  # trial 8 gained 3 points over trial 7
     records = [
         _study("a", late),
         _study("b", edge),
@@ -802,14 +827,16 @@ def test_studies_still_improving_at_their_last_trials_are_flagged_with_the_runs_
         _study("e", []),  # untuned
         _study("f", flat, values=False),
     ]
-    found = late_studies(records)
-    assert list(found) == ["a"] and found["a"]["best_trial"] == 8 and found["a"]["trials"] == 10
-    assert found["a"]["gain"] == pytest.approx(3.0)  # 45 - 42 points
-    assert runs_still_improving(records) == {"a": ["a"], "c": ["a"], "d": ["a"]}
-    text = tuning_markdown(tiny_params, [r for r in records if r["run"] in ("a", "b")], 2)
-    assert "Best trial among the last 20% of the study's trials" in text
-    assert "`a` (trial 8 of 10, +3.00 over the best before it)" in text and "`b` (" not in text
-    assert not late_studies([_study("one", [0.4])])  # a single trial is no history
+    assert [r["run"] for r in records if late_gain(r)] == ["a"]
+    assert late_gain(records[0]) == {"best_trial": 8, "trials": 10, "window": 2, "gain": pytest.approx(3.0)}
+    assert unconverged_chain(records, 0.5) == {"a": ["a"], "c": ["a"], "d": ["a"]}
+    assert unconverged_chain(records, 5.0) == {}  # a gain within the noise
+    noisy, quiet = (Noise(sigma, 29, 24, -0.96) for sigma in (0.5, 5.0))
+    text = convergence_markdown(records[:2], noisy, 2)
+    assert "(sigma = 0.50 points;" in text and "| `b` |" not in text
+    assert "| `a` | 8 (10) | +3.00 (last 2) | **no**: more trials may still gain |" in text
+    assert "| `a` | 8 (10) | +3.00 (last 2) | yes: within the noise |" in convergence_markdown(records[:2], quiet, 2)
+    assert "every study had converged" in convergence_markdown(records[1:2], noisy, 2)
 
 
 def test_where_finetunings_augmentation_runs_names_only_finetuned_studies(tiny_dict):

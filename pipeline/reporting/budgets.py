@@ -6,10 +6,11 @@ stopped before its patience had run out, i.e. fewer than the run's patience epoc
 epoch: at the epoch cap (train.max_epochs) or at ccp.max_subproblems. Such a model might still have
 improved, so a claim resting on it is flagged in the table.
 
-A model **failed** (``failed``, the one rule for every compared arm) when it kept epoch 0 or 1 (training
-left it at the untrained network, or it peaked after one epoch and fell away for the whole patience), or when its
-validation MAP@R never rose above the untrained network's (epoch 0). Such a model measures a failure of our settings
-for that fold, not the method: the claims table names it and tests its claim again without it.
+A model **failed** (pipeline/reporting/rules.py ``failed``, the one rule for every compared arm) when it kept
+epoch 0 or 1 (training left it at the untrained network, or it peaked after one epoch and fell away for the whole
+patience), or when its validation MAP@R never rose above the untrained network's (epoch 0). Such a model measures a
+failure of our settings for that fold, not the method: the claims table names it and tests its claim again without
+it.
 
 Did the patience itself decide anything? A model's trajectory does not depend on the patience (only
 where it stops does), so early stopping with a shorter patience can be replayed on the logged curve:
@@ -24,6 +25,7 @@ from pathlib import Path
 
 import pandas as pd
 
+from pipeline.reporting.rules import failed
 from pipeline.runs import model_logs, model_name
 from pipeline.training.stopping import cut_while_improving
 
@@ -41,11 +43,6 @@ def read_logs(folder: Path, runs: list[str], models: list[tuple[int, int]]) -> p
         if frames
         else pd.DataFrame(columns=["epoch", "val_map_at_r", "run", "model"])
     )
-
-
-def failed(curve: pd.Series, best_epoch: int) -> bool:
-    """The failure rule (module docstring) on a model's validation MAP@R per epoch (epoch 0 first)."""
-    return best_epoch <= 1 or len(curve) < 2 or curve.iloc[1:].max() <= curve.iloc[0]
 
 
 def per_model(logs: pd.DataFrame, patience: dict[str, int], min_delta: float) -> pd.DataFrame:

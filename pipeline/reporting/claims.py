@@ -14,17 +14,11 @@ at 95% would show one false verdict in a typical report. The 2-D proof of concep
 by ``poc.seeds`` (seeds are its unit), has the t interval only, and is a Holm family of its own (it is measured
 once, not per data set).
 
-Equal tuning effort (MLRC; `apply_tuning`): a claim whose arms were not tuned alike, each by a study of its own with
-the same number of trials over the same ranges of the keys they share, reads **untuned**, and one whose study hit a
-range end or was still improving reads **tuning unfinished**, whatever its intervals say.
-
-A claim whose runs are not configured is "not run", never left out. A compared model that failed
-(pipeline/reporting/budgets.py ``failed``: it kept epoch 0 or 1, or its validation MAP@R never rose above the
-untrained network's) is named in its row; the claim is measured again without the pairs holding failed models,
-and where that changes the verdict the claim is **not tested**: the difference rests on a failure, not on the
-methods. Compared runs tuned to a value at an end of its search range are named under the table
-(`flagged_runs_note`, `RANGE_END`): their verdicts may reflect the range rather than the method; so are runs tuned
-by a study that found its best among its last trials (`STILL_IMPROVING`).
+The rules that replace a verdict (a failed model, a cap, user values, unequal tuning effort, an unfinished search)
+are in pipeline/reporting/rules.py, and `rules.decide` applies them all to the table `claims_table` measures. A
+claim whose runs are not configured is "not run", never left out. Compared runs tuned to a value at an end of its
+search range are named under the table (`flagged_runs_note`, `RANGE_END`), and so are runs tuned by a study that had
+not converged (`NOT_CONVERGED`).
 
 How fragile a verdict is: a reproduced or contradicted verdict is marked **fragile** when the sign of the
 mean difference flips (or reaches 0) as any one unit (fold; seed in 2-D) is left out in turn, or when the P@1
@@ -51,6 +45,7 @@ from pipeline.evaluation.paired import (
 from pipeline.families import Claim, families
 from pipeline.infra.runtime import derive_seed
 from pipeline.reporting.names import label
+from pipeline.reporting.rules import cap_decides, decide
 
 METRICS = (("map_at_r", "MAP@R"), ("precision_at_1", "P@1"))  # the first decides the verdict
 POC = "poc"  # the claims measured by the 2-D proof of concept, not by the MLRC runs
@@ -145,19 +140,20 @@ def claims_table(
     cut: dict[str, int] | None = None,
     differs: dict[tuple[str, str], str] | None = None,
     tuning: dict[str, dict] | None = None,
+    noise: float | None = None,
 ) -> pd.DataFrame:
     """One row per claim: runs, pairs, folds, per metric the mean paired difference with the t interval over fold
     means and the fold-cluster bootstrap interval (when `per_class` holds both runs' scores), the verdict both
     support, and Holm's adjustment over the claims tested.
 
-    `failed`: (run, model) pairs of models that failed (pipeline/reporting/budgets.py ``failed``). A claim with
+    `failed`: (run, model) pairs of models that failed (pipeline/reporting/rules.py ``failed``). A claim with
     such models in its pairs is measured again without those pairs; where that changes its verdict it is
     **not tested** (the difference rests on a failure, not on the methods). `cut`: run -> its models cut by a cap
-    while improving (the 2-D proof of concept: its seeds' ``cut_while_improving`` in `poc`); a claim with more than
-    one in an arm is **not tested** too (the cap would decide it: raise train.max_epochs / ccp.max_subproblems /
-    poc.max_epochs / poc.max_subproblems for the data set). `differs`: (base, better) -> what the arms' settings
-    differ in (`arm_differences`; a family's variants: the variant). `tuning`: run -> its tuning record
-    (reports/tuning/<run>.json), for `apply_tuning`; None leaves the tuning out (a table of hand-made runs)."""
+    while improving (the 2-D proof of concept: its seeds' ``cut_while_improving`` in `poc`); where the cap would
+    decide a claim (rules.cap_decides) it is **not tested** too. `differs`: (base, better) -> what the arms'
+    settings differ in (`arm_differences`; a family's variants: the variant). `tuning`: run -> its tuning record
+    (reports/tuning/<run>.json), for the tuning rules with `noise` (points, pipeline/reporting/selection.py); None
+    leaves the tuning out (a table of hand-made runs)."""
     per_class, cut, differs = per_class or {}, cut or {}, differs or {}
     rows = []
     for c in claims:
@@ -170,7 +166,7 @@ def claims_table(
             "differs": differs.get((c.base, c.better), ""),
             "flagged_models": "",
             "verdict_without_flagged": "",
-            "capped_arms": " ".join(f"{r}:{n}" for r, n in _cut_per_arm(c, cut, poc).items() if n > 1),
+            "capped_arms": " ".join(f"{r}:{n}" for r, n in _cut_per_arm(c, cut, poc).items() if cap_decides(n)),
         }
         present = {c.base, c.better} <= set(poc if c.where == POC else metrics)
         models = []
@@ -190,35 +186,10 @@ def claims_table(
             without = _evidence(c, metrics, poc, per_class, kept, samples, seed)["verdict"] if kept else "no pair left"
             row["flagged_models"] = " ".join(flagged)
             row["verdict_without_flagged"] = without
-            if without != row["verdict"]:
-                row["verdict"], row["p"] = "not tested", np.nan
-        if present and row["capped_arms"]:
-            row["verdict"], row["p"] = "not tested", np.nan
         rows.append(row)
     table = pd.DataFrame(rows)
     table["p1_disagrees"] = np.sign(table.precision_at_1_diff) * np.sign(table.map_at_r_diff) < 0
-    return apply_tuning(table, tuning) if tuning is not None else with_holm(table)
-
-
-def apply_tuning(table: pd.DataFrame, records: dict[str, dict]) -> pd.DataFrame:
-    """The equal-effort rule on a claims table (this report's, or a companion's read from its csv): a claim on the
-    MLRC runs whose arms were not tuned alike (pipeline/reporting/tuning.py claim_tuning: an arm with no study of
-    its own, with values from another run's study, or with fewer trials, or a shared key searched by one arm only
-    or over another range) is **untuned**, one whose search hit a
-    range end or was still improving is **tuning unfinished**; either replaces the verdict (a verdict at our
-    tuning's mercy is worse than none), and its `tuning` column says why. The 2-D proof of concept is left as
-    it is: its variants train at the paper's Fig. 2 settings, the same for all. Then `with_holm`."""
-    from pipeline.reporting.tuning import claim_tuning
-
-    table = table.copy()
-    table["tuning"] = ""
-    for i, r in table.iterrows():
-        if r.compared_over == "poc seeds" or r.verdict == "not run":
-            continue
-        flaw, why = claim_tuning(records, r.base, r.better)
-        if flaw:
-            table.loc[i, ["verdict", "p", "tuning"]] = [flaw, np.nan, why]
-    return with_holm(table)
+    return with_holm(decide(table, tuning, noise))
 
 
 def with_holm(table: pd.DataFrame) -> pd.DataFrame:
@@ -349,9 +320,9 @@ RANGE_END = (
     "**Runs tuned to a value at an end of its search range** (the optimum may lie beyond it, so a verdict on "
     "them may reflect the range rather than the method; [tuning.md](tuning.md))"
 )
-STILL_IMPROVING = (
-    "**Runs tuned by a study still improving at its last trials** (the study in brackets found its best among "
-    "its last trials, so more trials may move a verdict on them; [tuning.md](tuning.md))"
+NOT_CONVERGED = (
+    "**Runs tuned by a study that had not converged** (the study in brackets: its last trials raised its best by "
+    "more than the noise of one trial's score, so more trials may move a verdict on them; [tuning.md](tuning.md))"
 )
 
 
@@ -362,7 +333,7 @@ def compared_runs(claims: pd.DataFrame) -> list[str]:
 
 def flagged_runs_note(claims: pd.DataFrame, flagged: dict[str, list[str]], lead: str) -> str:
     """A line after `lead` naming the compared runs in `flagged` (run -> what flags it: the keys at an end of their
-    search range for `RANGE_END`, the studies still improving for `STILL_IMPROVING`, pipeline/reporting/tuning.py),
+    search range for `RANGE_END`, the studies that had not converged for `NOT_CONVERGED`, pipeline/reporting/rules.py),
     or nothing when none of them is compared."""
     runs = [r for r in compared_runs(claims) if r in flagged]
     if not runs:

@@ -36,10 +36,13 @@ COLUMNS = ("claim", "compared_over", "map_at_r_diff", "map_at_r_t_low", "map_at_
 
 def read_companion(name: str, path: Path) -> pd.DataFrame:
     """A companion data set's claims table, checked for the columns the figure reads, under this version's tuning
-    rule (claims.apply_tuning, with the tuning records in the `tuning` folder beside the table): a companion
-    committed before the rule shows the verdicts the rule gives it, not the ones its own pages print."""
+    rules (rules.decide, with the tuning records in the `tuning` folder beside the table and the noise its
+    budgets.csv and train_logs measure, selection.read_reruns): a companion committed before the rules shows the
+    verdicts they give it, not the ones its own pages print."""
     from pipeline.infra.io import read_json
-    from pipeline.reporting.claims import apply_tuning
+    from pipeline.reporting.claims import with_holm
+    from pipeline.reporting.rules import decide
+    from pipeline.reporting.selection import noise, read_reruns
 
     path = Path(path)
     if not path.is_file():
@@ -51,7 +54,9 @@ def read_companion(name: str, path: Path) -> pd.DataFrame:
     records = sorted((path.parent / "tuning").glob("*.json"))
     if not records:
         raise FileNotFoundError(f"{path.parent / 'tuning'}: no tuning records beside the claims table of {name}")
-    return apply_tuning(table, {(r := read_json(f))["run"]: r for f in records})
+    measured = noise(read_reruns(path.parent))
+    sigma = None if measured is None else measured.sigma
+    return with_holm(decide(table, {(r := read_json(f))["run"]: r for f in records}, sigma))
 
 
 def forest_figure(tables: dict[str, pd.DataFrame], path: Path) -> None:

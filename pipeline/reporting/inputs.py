@@ -11,7 +11,7 @@ import pandas as pd
 from pipeline.config import ParamsError
 from pipeline.datasets import datasets
 from pipeline.infra.io import read_json
-from pipeline.reporting import budgets, comparison
+from pipeline.reporting import budgets, comparison, selection
 from pipeline.reporting.reference import read_published
 from pipeline.reporting.subproblems import read_subproblems
 from pipeline.runs import all_runs, alternating_ccp_runs, ccp_runs, model_ids, parse_run, run_train_config
@@ -36,6 +36,7 @@ class ReportInputs:
     patience: dict[str, int]  # run -> its early-stopping patience
     max_epochs: dict[str, int]  # run -> its epoch cap
     budgets: pd.DataFrame  # one row per model: best / stop epoch, cut while improving, failed
+    reruns: pd.DataFrame  # run -> the chosen configuration's validation MAP@R beside its rerun seeds' (selection)
     map_at_r: pd.DataFrame  # run -> separated test MAP@R (column `value`)
     spectral_decay: dict[str, float]  # report.spectrum_runs -> mean spectral decay
     spectra: dict[str, pd.DataFrame]  # report.spectrum_runs -> singular values per model
@@ -72,6 +73,7 @@ def load(params, args) -> ReportInputs:
     alternating = alternating_ccp_runs(params)
     logs = budgets.read_logs(Path(args.train_logs), runs, model_ids(params))
     patience = {r: run_train_config(params, r).patience for r in runs}
+    models = budgets.per_model(logs, patience, params.train.min_delta)
     return ReportInputs(
         metrics=metrics,
         backbone=read_json(_need(Path(args.backbone), "backbone features' metrics", "run the evaluate stage")),
@@ -79,7 +81,8 @@ def load(params, args) -> ReportInputs:
         logs=logs,
         patience=patience,
         max_epochs={r: run_train_config(params, r).max_epochs for r in runs},
-        budgets=budgets.per_model(logs, patience, params.train.min_delta),
+        budgets=models,
+        reruns=selection.reruns(selection.kept_scores(models, logs)),
         map_at_r=comparison.measured(metrics, [("separated:map_at_r", "MAP@R")]).set_index("run"),
         spectral_decay={r: metrics[r]["separated"]["mean"]["spectral_decay"] for r in params.report.spectrum_runs},
         spectra={

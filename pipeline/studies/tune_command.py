@@ -17,6 +17,7 @@ from __future__ import annotations
 import logging
 import signal
 import sys
+from contextlib import contextmanager
 from pathlib import Path
 
 from pipeline.config import ParamsError, apply_values
@@ -110,6 +111,24 @@ def _tune_one(params, run, inherited, trials, fold_classes, folders, workers) ->
     return record
 
 
-def stop_on_sigterm() -> None:
-    """SIGTERM unwinds like Ctrl-C: the workers and their trial stop (pipeline/infra/parallel.py Workers)."""
-    signal.signal(signal.SIGTERM, lambda *_: sys.exit(128 + signal.SIGTERM))
+@contextmanager
+def stopped_by_sigterm():
+    """SIGTERM unwinds like Ctrl-C: the workers and their trial stop (pipeline/infra/parallel.py Workers), and the
+    command exits 128 + SIGTERM. An error raised while it unwinds (the signal cut a journal lock's acquisition, whose
+    release then finds no lock file) ends it the same way: the signal, not the error, stopped it."""
+    code = 128 + signal.SIGTERM
+    received = []
+
+    def stop(*_):
+        received.append(True)
+        sys.exit(code)
+
+    before = signal.signal(signal.SIGTERM, stop)
+    try:
+        yield
+    except Exception:
+        if received:
+            sys.exit(code)
+        raise
+    finally:
+        signal.signal(signal.SIGTERM, before)

@@ -8,10 +8,10 @@ from pathlib import Path
 import pandas as pd
 
 from pipeline.infra.io import write_text
-from pipeline.reporting import budgets, forest, tuning
+from pipeline.reporting import budgets, forest, rules, selection, tuning
 from pipeline.reporting.claims import (
+    NOT_CONVERGED,
     RANGE_END,
-    STILL_IMPROVING,
     claim_differences,
     claims_markdown,
     claims_table,
@@ -27,6 +27,8 @@ VERDICTS = ("reproduced", "contradicted", "inconclusive", "untuned", "tuning unf
 
 def write(params, inputs, out: Path, context: str, done: dict) -> pd.DataFrame:
     claims = paper_claims(params)
+    measured = selection.noise(inputs.reruns)
+    noise = None if measured is None else measured.sigma
     table = claims_table(
         claims,
         inputs.metrics,
@@ -38,9 +40,10 @@ def write(params, inputs, out: Path, context: str, done: dict) -> pd.DataFrame:
         inputs.budgets.groupby("run").cut_while_improving.sum().to_dict(),
         claim_differences(claims, inputs.settings),
         {r["run"]: r for r in inputs.tuning},
+        noise,
     )
     counts, holm_counts = table.verdict.value_counts(), table.verdict_holm.value_counts()
-    shown = VERDICTS + ((tuning.USER,) if counts.get(tuning.USER) else ())  # user values: only in an experiment
+    shown = VERDICTS + ((rules.USER,) if counts.get(rules.USER) else ())  # user values: only in an experiment
     summary = ", ".join(f"{counts.get(v, 0)} {v}" for v in shown)
     summary += f" ({int(table.fragile.sum())} of the reproduced or contradicted fragile)"
     folds, seeds = len(params.experiment.folds), len(params.experiment.seeds)
@@ -48,7 +51,7 @@ def write(params, inputs, out: Path, context: str, done: dict) -> pd.DataFrame:
         _failed_note(table)
         + _cut_note(table, inputs.budgets)
         + flagged_runs_note(table, tuning.runs_at_range_ends(params, inputs.tuning), RANGE_END)
-        + flagged_runs_note(table, tuning.runs_still_improving(inputs.tuning), STILL_IMPROVING)
+        + flagged_runs_note(table, rules.unconverged_chain(inputs.tuning, noise), NOT_CONVERGED)
     )
     text = render(
         "claims.md.j2",
@@ -103,7 +106,7 @@ register_page(
     Page(
         name="claims",
         order=20,
-        reads=("metrics", "poc", "per_class", "budgets", "tuning", "settings"),
+        reads=("metrics", "poc", "per_class", "budgets", "tuning", "settings", "reruns"),
         outputs=("claims.md", "claims.csv", "figures/claims_forest.png"),
         write=write,
     )

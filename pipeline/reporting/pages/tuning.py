@@ -1,12 +1,12 @@
 """reports/tuning.md: MLRC's tuning step per run (the values it trained at, its search, the best validation
-MAP@R)."""
+MAP@R, whether it converged) and the chosen configurations' reruns."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
 from pipeline.infra.io import write_text
-from pipeline.reporting import tuning
+from pipeline.reporting import selection, tuning
 from pipeline.reporting.pages import Page, register_page
 from pipeline.reporting.render import render
 
@@ -21,13 +21,15 @@ SHARED = (
 
 
 def write(params, inputs, out: Path, context: str, done: dict) -> None:
+    noise = selection.noise(inputs.reruns)
     text = render(
         "tuning.md.j2",
         context=context,
         sampler=params.tune.sampler.upper(),
         startup=params.tune.startup_trials,
         sharing=SHARED if params.tune.inherit else OWN,
-        table=tuning.tuning_markdown(params, inputs.tuning, params.report.decimals),
+        table=tuning.tuning_markdown(params, inputs.tuning, params.report.decimals, noise),
+        selection=tuning.selection_markdown(inputs.reruns, noise, params.experiment.seeds, params.report.decimals),
     )
     write_text(out / "tuning.md", text)
 
@@ -36,7 +38,7 @@ register_page(
     Page(
         name="tuning",
         order=33,
-        reads=("tuning",),
+        reads=("tuning", "reruns"),
         outputs=("tuning.md",),
         write=write,
         links=lambda params, result: [
