@@ -205,3 +205,16 @@ def file_server():
     yield start
     for s in servers:
         s.httpd.shutdown()
+
+
+def copy_companion(repo: Path) -> None:
+    """The report's companion into `repo`: the emoji default's claims table, and what the forest re-decides it from
+    (its tuning records; its budgets.csv and training logs, which measure its noise)."""
+    import shutil
+
+    emoji, into = ROOT / "reports" / "emoji", repo / "reports" / "emoji"
+    into.mkdir(parents=True, exist_ok=True)
+    for name in ("claims.csv", "budgets.csv"):
+        shutil.copy(emoji / name, into / name)
+    for folder in ("tuning", "train_logs"):
+        shutil.copytree(emoji / folder, into / folder)

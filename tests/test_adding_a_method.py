@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from tests.conftest import ONE_PROCESS, ROOT, TINY_OVERRIDES, merge, write_params_like_dvc
+from tests.conftest import ONE_PROCESS, ROOT, TINY_OVERRIDES, copy_companion, merge, write_params_like_dvc
 from tests.test_pipeline_e2e import DVC, _fails, sh
 
 pytestmark = pytest.mark.slow
@@ -168,12 +168,12 @@ def copy(tmp_path_factory):
     for name in ("pipeline", "stages", "reference", "conf", "tests", "hydra_plugins"):
         shutil.copytree(ROOT / name, repo / name, ignore=shutil.ignore_patterns("__pycache__"))
     # .gitignore: the code stage runs in the copy, and its __pycache__ must not count as a file the person added
-    # reports/emoji/claims.csv: the report's companion table; studies/README.md: the values stage's studies folder (a dep)
-    copied = ("dvc.yaml", ".dvcignore", ".gitignore", "pyproject.toml", "reports/emoji/claims.csv", "studies/README.md")
+    # studies/README.md: the values stage's studies folder (a dep)
+    copied = ("dvc.yaml", ".dvcignore", ".gitignore", "pyproject.toml", "studies/README.md")
     for name in copied:
         (repo / name).parent.mkdir(parents=True, exist_ok=True)
         shutil.copy(ROOT / name, repo / name)
-    shutil.copytree(ROOT / "reports/emoji/tuning", repo / "reports/emoji/tuning")  # and its tuning records
+    copy_companion(repo)
     # one seed, no worker processes, fewer of the tiny runs (MS, C2-Loss-Proxy, C2-CCP, MS plain): the point is that
     # the new runs train and reach the report, not their spread, the workers or the runs test_pipeline_e2e.py trains
     narrowed = {"experiment": {"methods": ["ms"], "seeds": [0]}, "profs": {"variants": ["plain"]}}

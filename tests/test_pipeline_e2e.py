@@ -13,7 +13,7 @@ import yaml
 from pipeline.orchestration import fanout
 from pipeline.reporting.names import label
 from pipeline.reporting.pages import figure_names, report_files
-from tests.conftest import ONE_PROCESS, ROOT, TINY_OVERRIDES, merge, write_params_like_dvc
+from tests.conftest import ONE_PROCESS, ROOT, TINY_OVERRIDES, copy_companion, merge, write_params_like_dvc
 from tests.test_report_pages import dvc_outs
 
 pytestmark = pytest.mark.slow
@@ -59,11 +59,11 @@ def tiny_project(repo: Path, overrides: dict | None = None) -> Path:
     committed in a new git + DVC repository `repo`."""
     for name in ("pipeline", "stages", "reference", "conf", "hydra_plugins"):
         shutil.copytree(ROOT / name, repo / name, ignore=shutil.ignore_patterns("__pycache__"))
-    # reports/emoji/claims.csv: the report's companion table; studies/README.md: the values stage's studies folder (a dep)
-    for name in ("dvc.yaml", ".dvcignore", "reports/emoji/claims.csv", "studies/README.md"):
+    # studies/README.md: the values stage's studies folder (a dep)
+    for name in ("dvc.yaml", ".dvcignore", "studies/README.md"):
         (repo / name).parent.mkdir(parents=True, exist_ok=True)
         shutil.copy(ROOT / name, repo / name)
-    shutil.copytree(ROOT / "reports/emoji/tuning", repo / "reports/emoji/tuning")  # the companion's tuning records
+    copy_companion(repo)
     # the tiny config is the project's conf/ with the tiny values; params.yaml is composed from it, and every
     # `dvc exp run -S` below composes again (DVC's Hydra composition, as in the project)
     write_params_like_dvc(
