@@ -164,7 +164,7 @@ def test_repro_builds_every_output(repo):
     ):
         assert pair in claims, pair
     assert "**not run**" in claims  # the tiny config trains no batch run, no ANML pair: listed, not dropped
-    assert "cluster bootstrap that resamples the folds, then the test classes" in claims and "| Holm |" in claims
+    assert "cluster bootstrap over folds, then test classes" in claims and "| Holm |" in claims
     assert (reports / "figures" / "claims_forest.png").stat().st_size > 10_000
     budgets = (reports / "budgets.md").read_text()
     assert all(f"| {run} | 2 / 3 |" in budgets for run in RUNS)
