@@ -45,7 +45,7 @@ from pipeline.evaluation.paired import (
 from pipeline.families import Claim, families
 from pipeline.infra.runtime import derive_seed
 from pipeline.reporting.names import label
-from pipeline.reporting.rules import cap_decides, decide
+from pipeline.reporting.rules import USER, cap_decides, decide
 
 METRICS = (("map_at_r", "MAP@R"), ("precision_at_1", "P@1"))  # the first decides the verdict
 POC = "poc"  # the claims measured by the 2-D proof of concept, not by the MLRC runs
@@ -210,7 +210,19 @@ def with_holm(table: pd.DataFrame) -> pd.DataFrame:
     return table
 
 
-def _interval(row, metric: str, decimals: int, kind: str) -> str:
+VERDICTS = ("reproduced", "contradicted", "inconclusive", "untuned", "tuning unfinished", "not tested", "not run")
+
+
+def verdict_counts(table: pd.DataFrame) -> tuple[str, str]:
+    """How many claims got each verdict, before and after Holm's adjustment (claims.md's and the index's first line)."""
+    counts, holm_counts = table.verdict.value_counts(), table.verdict_holm.value_counts()
+    shown = VERDICTS + ((USER,) if counts.get(USER) else ())  # user values: only in an experiment
+    summary = ", ".join(f"{counts.get(v, 0)} {v}" for v in shown)
+    summary += f" ({int(table.fragile.sum())} of the reproduced or contradicted fragile)"
+    return summary, ", ".join(f"{holm_counts.get(v, 0)} {v}" for v in VERDICTS[:3])
+
+
+def interval_text(row, metric: str, decimals: int, kind: str) -> str:
     """`diff [low, high]` of interval `kind` ("t" or "boot")."""
     low, high = row[f"{metric}_{kind}_low"], row[f"{metric}_{kind}_high"]
     if np.isnan(row[f"{metric}_diff"]) or np.isnan(low):
@@ -309,8 +321,8 @@ def claims_markdown(table: pd.DataFrame, decimals: int) -> str:
         verdict_text = f"**{r.verdict}**" + (" (fragile)" if r.fragile else "")
         lines.append(
             f"| {r.claim} | {r.source} | {runs} | {r.differs or '-'} | {pairs} "
-            f"| {_interval(r, 'map_at_r', decimals, 't')} | {_interval(r, 'map_at_r', decimals, 'boot')} "
-            f"| {_interval(r, 'precision_at_1', decimals, 't')} | {verdict_text} | {r.verdict_holm} "
+            f"| {interval_text(r, 'map_at_r', decimals, 't')} | {interval_text(r, 'map_at_r', decimals, 'boot')} "
+            f"| {interval_text(r, 'precision_at_1', decimals, 't')} | {verdict_text} | {r.verdict_holm} "
             f"| {fragility(r)} | {failed} |"
         )
     return "\n".join(lines) + "\n"

@@ -11,6 +11,7 @@ from importlib.metadata import PackageNotFoundError, version
 from pipeline import numerics
 from pipeline.config import to_dict
 from pipeline.params.root import Params
+from pipeline.reporting.claims import interval_text, verdict_counts
 from pipeline.reporting.names import label
 from pipeline.reporting.render import render
 
@@ -58,17 +59,22 @@ def index_markdown(params, inputs, context: str, parts: list, figures: tuple[str
     returned), and the figures they list: the claims' verdicts, what was run, each page's links, every figure and
     picture, and what the figures show."""
     claims = next(result for page, _, result in parts if page.name == "claims")
-    verdicts = "\n".join(
-        f"- {r.claim} ({r.source}): **{r.verdict}**"
+    summary, summary_holm = verdict_counts(claims)
+    rows = "\n".join(
+        f"| {r.claim} | {r.source} | {interval_text(r, 'map_at_r', params.report.decimals, 't')} | **{r.verdict}**"
         + (" (fragile)" if r.fragile else "")
-        + (f" (Holm: {r.verdict_holm})" if r.verdict_holm != r.verdict else "")
+        + f" | {r.verdict_holm} |"
         for _, r in claims.iterrows()
     )
     panels = forest_panels(params)
     return render(
         "index.md.j2",
         panels=" and ".join(f"`{name}`" for name in panels) + " side by side" if len(panels) > 1 else f"`{panels[0]}`",
-        verdicts=verdicts,
+        data=params.data.name,
+        summary=summary,
+        summary_holm=summary_holm,
+        claims=len(claims),
+        verdicts=rows,
         context=context,
         params_hash=params_hash(params),
         runs=list(inputs.metrics),

@@ -18,11 +18,10 @@ from pipeline.reporting.claims import (
     compared_runs,
     flagged_runs_note,
     paper_claims,
+    verdict_counts,
 )
 from pipeline.reporting.pages import Page, register_page
 from pipeline.reporting.render import render
-
-VERDICTS = ("reproduced", "contradicted", "inconclusive", "untuned", "tuning unfinished", "not tested", "not run")
 
 
 def write(params, inputs, out: Path, context: str, done: dict) -> pd.DataFrame:
@@ -42,10 +41,7 @@ def write(params, inputs, out: Path, context: str, done: dict) -> pd.DataFrame:
         {r["run"]: r for r in inputs.tuning},
         noise,
     )
-    counts, holm_counts = table.verdict.value_counts(), table.verdict_holm.value_counts()
-    shown = VERDICTS + ((rules.USER,) if counts.get(rules.USER) else ())  # user values: only in an experiment
-    summary = ", ".join(f"{counts.get(v, 0)} {v}" for v in shown)
-    summary += f" ({int(table.fragile.sum())} of the reproduced or contradicted fragile)"
+    summary, summary_holm = verdict_counts(table)
     folds, seeds = len(params.experiment.folds), len(params.experiment.seeds)
     notes = (
         _failed_note(table)
@@ -62,7 +58,7 @@ def write(params, inputs, out: Path, context: str, done: dict) -> pd.DataFrame:
         poc_seeds=len(params.poc.seeds),
         bootstrap=params.report.bootstrap_samples,
         summary=summary,
-        summary_holm=", ".join(f"{holm_counts.get(v, 0)} {v}" for v in VERDICTS[:3]),
+        summary_holm=summary_holm,
         claims=len(table),
         table=claims_markdown(table, params.report.decimals),
         notes=notes,
