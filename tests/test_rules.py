@@ -16,7 +16,8 @@ from pipeline.reporting.rules import (
     unconverged,
     unconverged_chain,
 )
-from pipeline.reporting.selection import kept_scores, noise, read_reruns, reruns
+from pipeline.reporting.selection import Noise, kept_scores, noise, read_reruns, reruns, tolerance
+from pipeline.reporting.tuning import convergence_markdown
 from tests.conftest import project_params
 
 NOISE = 0.5  # points: the noise of one trial's score these tests measure a study against
@@ -88,7 +89,7 @@ def test_a_search_at_a_range_end_or_not_converged_leaves_the_tuning_unfinished()
     assert claim_tuning({"a": a, "b": at_end}, "a", "b", NOISE) == ("tuning unfinished", "b: y at its high end")
     assert claim_tuning({"a": a, "b": late}, "a", "b", NOISE) == (
         "tuning unfinished",
-        "b: its last 4 trials gained +38.50 points, more than the noise 0.50",
+        "b: its last 4 trials gained +38.50 points, more than the noise bound 0.50",
     )
     assert claim_tuning({"a": a, "b": study("b", 20, {"x": 5.0, "y": 4.0}, best_trial=15)}, "a", "b", NOISE) == ("", "")
 
@@ -152,9 +153,20 @@ def test_a_converged_study_may_find_its_best_at_its_last_trial():
     record = curve([0.80] * 5 + [0.81] * 14 + [0.813])
     assert late_gain(record) == {"best_trial": 19, "trials": 20, "window": 4, "gain": pytest.approx(0.3)}
     assert unconverged(record, NOISE) == "" and study_flaw(record, NOISE) == ("", [])
-    assert unconverged(record, 0.2) == "its last 4 trials gained +0.30 points, more than the noise 0.20"
+    assert unconverged(record, 0.2) == "its last 4 trials gained +0.30 points, more than the noise bound 0.20"
     assert study_flaw(record, 0.2)[0] == "tuning unfinished"
     assert unconverged(record, 0.3 + 1e-9) == ""  # at most the noise: converged
+
+
+def test_report_convergence_sigmas_scales_the_bound_a_late_gain_is_held_to():
+    """The same late gain of 0.30 points against sigma 0.20: not converged at 1 sigma, converged at 2 (0.40)."""
+    record, measured = curve([0.80] * 5 + [0.81] * 14 + [0.813]), Noise(sigma=0.2, runs=5, below=4, mean_diff=-0.1)
+    assert tolerance(measured, 1.0) == pytest.approx(0.2) and tolerance(measured, 2.0) == pytest.approx(0.4)
+    assert tolerance(None, 2.0) is None
+    assert unconverged(record, tolerance(measured, 1.0)) and not unconverged(record, tolerance(measured, 2.0))
+    assert "| `s` | 19 (20) | +0.30 (last 4) | **no**" in convergence_markdown([record], measured, 2, 1.0)
+    shown = convergence_markdown([record], measured, 2, 2.0)
+    assert "| `s` | 19 (20) | +0.30 (last 4) | yes: within the noise |" in shown and "at most 2 x the noise" in shown
 
 
 def test_a_study_whose_best_came_before_its_last_trials_converged_whatever_the_noise():

@@ -832,11 +832,13 @@ def test_studies_not_converged_are_flagged_with_the_runs_that_inherit_them(tiny_
     assert unconverged_chain(records, 0.5) == {"a": ["a"], "c": ["a"], "d": ["a"]}
     assert unconverged_chain(records, 5.0) == {}  # a gain within the noise
     noisy, quiet = (Noise(sigma, 29, 24, -0.96) for sigma in (0.5, 5.0))
-    text = convergence_markdown(records[:2], noisy, 2)
-    assert "(sigma = 0.50 points;" in text and "| `b` |" not in text
+    text = convergence_markdown(records[:2], noisy, 2, 1.0)
+    assert "(sigma = 0.50 points," in text and "| `b` |" not in text
     assert "| `a` | 8 (10) | +3.00 (last 2) | **no**: more trials may still gain |" in text
-    assert "| `a` | 8 (10) | +3.00 (last 2) | yes: within the noise |" in convergence_markdown(records[:2], quiet, 2)
-    assert "every study had converged" in convergence_markdown(records[1:2], noisy, 2)
+    assert "| `a` | 8 (10) | +3.00 (last 2) | yes: within the noise |" in convergence_markdown(
+        records[:2], quiet, 2, 1.0
+    )
+    assert "every study had converged" in convergence_markdown(records[1:2], noisy, 2, 1.0)
 
 
 def test_where_finetunings_augmentation_runs_names_only_finetuned_studies(tiny_dict):

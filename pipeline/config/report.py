@@ -33,6 +33,9 @@ class ReportConfig:
     spectrum_runs: list[str] = field(default_factory=lambda: ["margin_d", "r_margin_d", "ms", "c2_batch", "c2_ccp"])
     # resamples of the claims' cluster bootstrap over folds and test classes (pipeline/reporting/claims.py)
     bootstrap_samples: int = Field(10000, ge=100)
+    # the convergence rule (pipeline/reporting/rules.py unconverged): a study converged when its last trials raised its
+    # best by at most this many sigma, the measured noise of one trial's score (1: the 1-SE rule)
+    convergence_sigmas: float = Field(1.0, gt=0)
     # other data sets' claims tables drawn beside this one in figures/claims_forest.png ("<name>=<claims.csv>";
     # a list, so that a data set's conf can clear it)
     companions: list[Annotated[str, Field(pattern=r"^[\w-]+=.+\.csv$")]] = field(default_factory=list)

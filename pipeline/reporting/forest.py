@@ -34,7 +34,7 @@ COLOURS = {
 COLUMNS = ("claim", "compared_over", "map_at_r_diff", "map_at_r_t_low", "map_at_r_t_high", "verdict", "verdict_holm")
 
 
-def read_companion(name: str, path: Path) -> pd.DataFrame:
+def read_companion(name: str, path: Path, sigmas: float) -> pd.DataFrame:
     """A companion data set's claims table, checked for the columns the figure reads, under this version's tuning
     rules (rules.decide, with the tuning records in the `tuning` folder beside the table and the noise its
     budgets.csv and train_logs measure, selection.read_reruns): a companion committed before the rules shows the
@@ -42,7 +42,7 @@ def read_companion(name: str, path: Path) -> pd.DataFrame:
     from pipeline.infra.io import read_json
     from pipeline.reporting.claims import with_holm
     from pipeline.reporting.rules import decide
-    from pipeline.reporting.selection import noise, read_reruns
+    from pipeline.reporting.selection import noise, read_reruns, tolerance
 
     path = Path(path)
     if not path.is_file():
@@ -54,9 +54,8 @@ def read_companion(name: str, path: Path) -> pd.DataFrame:
     records = sorted((path.parent / "tuning").glob("*.json"))
     if not records:
         raise FileNotFoundError(f"{path.parent / 'tuning'}: no tuning records beside the claims table of {name}")
-    measured = noise(read_reruns(path.parent))
-    sigma = None if measured is None else measured.sigma
-    return with_holm(decide(table, {(r := read_json(f))["run"]: r for f in records}, sigma))
+    bound = tolerance(noise(read_reruns(path.parent)), sigmas)
+    return with_holm(decide(table, {(r := read_json(f))["run"]: r for f in records}, bound))
 
 
 def forest_figure(tables: dict[str, pd.DataFrame], path: Path) -> None:

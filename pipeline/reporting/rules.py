@@ -19,8 +19,9 @@ Convergence (`unconverged`) compares what a study could still gain with the nois
 of its best trial. The estimate of the gain is what its last LATE share of trials raised its best by: TPE's gains
 shrink as a search goes on, so as many trials again are not expected to gain more. The noise is the standard
 deviation of one trial's fold-mean validation MAP@R, measured by rerunning chosen configurations with another seed
-(pipeline/reporting/selection.py). A study converged when that gain is at most the noise: its late best is tied with
-its earlier best within one standard error (the 1-SE rule), and more search would move the best by less than a
+(pipeline/reporting/selection.py). A study converged when that gain is at most the noise (times
+report.convergence_sigmas, 1 by default): its late best is tied with its earlier best within one standard error (the
+1-SE rule), and more search would move the best by less than a
 rerun of the same configuration does (the stopping rule of Makarova et al. 2022, "Automatic termination for
 hyperparameter optimization"). MLRC itself runs a fixed, equal budget of 50 trials with no convergence test.
 """
@@ -76,7 +77,7 @@ def unconverged(record: dict, noise: float | None) -> str:
     late = late_gain(record)
     if late is None or noise is not None and late["gain"] <= noise:
         return ""
-    than = f"the noise {noise:.2f}" if noise is not None else "0 (no rerun measured the noise)"
+    than = f"the noise bound {noise:.2f}" if noise is not None else "0 (no rerun measured the noise)"
     return f"its last {late['window']} trials gained {late['gain']:+.2f} points, more than {than}"
 
 

@@ -63,6 +63,12 @@ def noise(table: pd.DataFrame) -> Noise | None:
     return Noise(float(d.std(ddof=1) / math.sqrt(2)), len(d), int((d < 0).sum()), float(d.mean()))
 
 
+def tolerance(measured: Noise | None, sigmas: float) -> float | None:
+    """The gain a converged study's last trials may still show (rules.unconverged): `sigmas` (report.convergence_sigmas)
+    times the measured sigma, in points; None when no rerun measured the noise."""
+    return None if measured is None else sigmas * measured.sigma
+
+
 def read_reruns(folder: Path) -> pd.DataFrame:
     """`reruns` of a committed report folder (a companion's): its budgets.csv and train_logs/<run>/<model>.csv."""
     models = pd.read_csv(folder / "budgets.csv")

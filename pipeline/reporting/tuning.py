@@ -24,7 +24,7 @@ from pipeline.reporting.rules import (
     trials_text,
     unconverged,
 )
-from pipeline.reporting.selection import Noise
+from pipeline.reporting.selection import Noise, tolerance
 from pipeline.studies.tuning import completed
 
 
@@ -136,7 +136,7 @@ def tuning_markdown(params: Params, records: list[dict], decimals: int, noise: N
             + ". The search covered every model the key gives on that side, so no wider range would find another;"
             " the value is the loss's edge, not a clipped search, and does not make the tuning unfinished.\n"
         )
-    text += convergence_markdown(records, noise, decimals)
+    text += convergence_markdown(records, noise, decimals, params.report.convergence_sigmas)
     capped = {r["run"]: trials for r in records if (trials := capped_trials(r))}
     if capped:
         text += (
@@ -160,17 +160,19 @@ def tuning_markdown(params: Params, records: list[dict], decimals: int, noise: N
     return text
 
 
-def convergence_markdown(records: list[dict], noise: Noise | None, decimals: int) -> str:
+def convergence_markdown(records: list[dict], noise: Noise | None, decimals: int, sigmas: float) -> str:
     """Each study whose last LATE share of trials raised its best (rules.late_gain), and whether that gain is within
-    the noise (rules.unconverged): converged, or not and why."""
+    `sigmas` times the noise (rules.unconverged): converged, or not and why."""
     sigma = None if noise is None else noise.sigma
-    late = {r["run"]: (g, unconverged(r, sigma)) for r in records if (g := late_gain(r))}
+    bound = tolerance(noise, sigmas)
+    late = {r["run"]: (g, unconverged(r, bound)) for r in records if (g := late_gain(r))}
     if not late:
         return f"\nNo study's last {LATE:.0%} of trials raised its best: every study had converged.\n"
     measured = f"{sigma:.{decimals}f}" if noise else "not measured (one seed)"
     lines = [
-        f"\nConvergence: a study converged when its last {LATE:.0%} of trials raised its best by at most the noise "
-        f"of one trial's score (sigma = {measured} points; the rule and its anchors: docs/results.md). The studies "
+        f"\nConvergence: a study converged when its last {LATE:.0%} of trials raised its best by at most "
+        f"{sigmas:g} x the noise of one trial's score (sigma = {measured} points, report.convergence_sigmas; the rule "
+        "and its anchors: docs/results.md). The studies "
         "whose last trials raised their best:\n",
         "| study | best at trial (of) | gain of its last trials (points) | converged |",
         "|---|---|---|---|",

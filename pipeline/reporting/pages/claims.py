@@ -26,8 +26,7 @@ from pipeline.reporting.render import render
 
 def write(params, inputs, out: Path, context: str, done: dict) -> pd.DataFrame:
     claims = paper_claims(params)
-    measured = selection.noise(inputs.reruns)
-    noise = None if measured is None else measured.sigma
+    noise = selection.tolerance(selection.noise(inputs.reruns), params.report.convergence_sigmas)
     table = claims_table(
         claims,
         inputs.metrics,
@@ -66,8 +65,9 @@ def write(params, inputs, out: Path, context: str, done: dict) -> pd.DataFrame:
     write_text(out / "claims.md", text)
     write_text(out / "claims.csv", table.to_csv(index=False, float_format="%.4f"))
     companions = dict(c.split("=", 1) for c in params.report.companions)
+    sigmas = params.report.convergence_sigmas
     forest.forest_figure(
-        {params.data.name: table, **{n: forest.read_companion(n, Path(p)) for n, p in companions.items()}},
+        {params.data.name: table, **{n: forest.read_companion(n, Path(p), sigmas) for n, p in companions.items()}},
         out / "figures" / "claims_forest.png",
     )
     return table
