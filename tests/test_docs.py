@@ -1,9 +1,11 @@
 """Words no stronger than the numbers: the verdicts docs/results.md states are the committed claims table's."""
 
 import re
+import statistics
 
 import pandas as pd
 
+from tests import doc_stats
 from tests.conftest import ROOT
 
 SECTION = "## The digit default's verdicts"
@@ -55,5 +57,30 @@ def test_no_issue_numbers_where_a_user_reads():
     for folder, suffixes in (("pipeline", (".py", ".j2")), ("stages", (".py",)), ("conf", (".yaml",))):
         files += [p for p in (ROOT / folder).rglob("*") if p.suffix in suffixes]
     files += [*(ROOT / "tests").glob("*.py"), *(ROOT / "benchmarks").glob("*.py"), ROOT / "dvc.yaml"]
+    found = [f"{p.relative_to(ROOT)}: {m.group(0)}" for p in files for m in pattern.finditer(p.read_text())]
+    assert not found, found
+
+
+def test_user_docs_are_short():
+    """README + docs/ stay a reference: at most 12,000 prose words, median sentence at most 20 words
+    (`python -m tests.doc_stats` prints the figures per file)."""
+    texts = [path.read_text() for path in doc_stats.user_docs()]
+    words = sum(len(doc_stats.prose(text).split()) for text in texts)
+    lengths = [n for text in texts for n in doc_stats.sentence_lengths(text)]
+    assert words <= 12_000, words
+    assert statistics.median(lengths) <= 20, statistics.median(lengths)
+
+
+def test_sentence_counting_on_a_small_text():
+    text = "# Title\n\nOne two three four. Five six seven!\n\n```bash\nnot counted at all here\n```\n| a | b |\n- ok"
+    assert doc_stats.prose(text).split() == "# Title One two three four. Five six seven! - ok".split()
+    assert doc_stats.sentence_lengths(text) == [6, 5]  # "# Title One two three four." and "Five six seven! - ok"
+
+
+def test_no_dates_where_a_user_reads():
+    """README, docs/ and the digit default's reports say what is, not when it changed: dates go in CHANGELOG.md."""
+    pattern = re.compile(r"\b20\d\d-\d\d-\d\d\b")
+    files = [*doc_stats.user_docs(), ROOT / "benchmarks" / "README.md"]
+    files += [p for p in (ROOT / "reports").rglob("*.md") if "emoji" not in p.relative_to(ROOT / "reports").parts]
     found = [f"{p.relative_to(ROOT)}: {m.group(0)}" for p in files for m in pattern.finditer(p.read_text())]
     assert not found, found
