@@ -4,6 +4,7 @@
     dml search MODEL --gallery IMAGES... --queries IMAGES... [-k 5] [--out results.csv] [--picture results.png]
     dml experiments [--last 7]     (in the project: `dvc exp show` made readable; pipeline/reporting/experiments.py)
     dml tune [RUN ...] [--trials N] (in the project: run or extend studies; pipeline/studies/tune_command.py)
+    dml studies                     (in the project: studies/<data.name>/README.md; pipeline/studies/catalogue.py)
 
 IMAGES: image files or folders (searched recursively); for `search` also an .npz that `dml embed` wrote. Each
 image goes through the model's own preprocessing (the recipe inside the file: pipeline/models/export.py), so its
@@ -186,7 +187,23 @@ def cmd_tune(args) -> None:
         records = tune_runs(
             params, args.runs, args.trials or params.tune.trials, args.data, args.features, Path(args.journals), studies
         )
+    write_catalogue(params, studies)
     print(f"{len(records)} studies finished in {studies}/: `dvc repro` trains at them (commit the records)")
+
+
+def write_catalogue(params, studies: Path) -> None:
+    from pipeline.infra.io import write_text
+    from pipeline.studies.catalogue import catalogue_markdown
+
+    write_text(studies / "README.md", catalogue_markdown(params, studies))
+    print(f"wrote {studies}/README.md")
+
+
+def cmd_studies(args) -> None:
+    from pipeline.params.root import load_params
+
+    params = load_params(args.params)
+    write_catalogue(params, Path(args.studies or f"studies/{params.data.name}"))
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -218,8 +235,17 @@ def main(argv: list[str] | None = None) -> None:
     tune.add_argument("--features", default="data/features")
     tune.add_argument("--journals", default="data/journals", help="Optuna journals (a working copy of the studies)")
     tune.add_argument("--studies", help="the studies' records (default: studies/<data.name>)")
+    studies = commands.add_parser("studies", help="write studies/<data.name>/README.md, the table of its records")
+    studies.add_argument("--params", default="params.yaml")
+    studies.add_argument("--studies", help="the studies' records (default: studies/<data.name>)")
     args = parser.parse_args(argv)
-    commands = {"embed": cmd_embed, "search": cmd_search, "experiments": cmd_experiments, "tune": cmd_tune}
+    commands = {
+        "embed": cmd_embed,
+        "search": cmd_search,
+        "experiments": cmd_experiments,
+        "tune": cmd_tune,
+        "studies": cmd_studies,
+    }
     try:
         commands[args.command](args)
     except (PipelineError, FileNotFoundError, ValueError) as err:

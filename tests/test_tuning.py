@@ -850,3 +850,46 @@ def test_where_finetunings_augmentation_runs_names_only_finetuned_studies(tiny_d
 
     assert name("frozen", "device") == name("frozen", "loader")
     assert name("finetune", "device") != name("finetune", "loader")
+
+
+def test_the_studies_catalogue_names_the_study_each_run_trains_at_and_how_older_ones_differ(tiny_dict, tmp_path):
+    """`dml studies`: the record the values stage would read heads the first table; an earlier search of the same run
+    goes to the second, with the range it searched beside today's; a study in progress is not listed."""
+    from pipeline.cli import main
+    from pipeline.studies.catalogue import space_change
+    from tests.conftest import write_params
+
+    data = merge(tiny_dict, {"tune": {"spaces": {"ms": SPACE}}})
+    name = study_name(params_from_dict(data), "ms")
+    space = {
+        k: {"low": d["low"], "high": d["high"], "log": d.get("log", False), "integer": d.get("integer", False)}
+        for k, d in SPACE.items()
+    }
+    old_space = {**space, "baselines.ms.loss.base": {**space["baselines.ms.loss.base"], "high": 0.5}}
+    cap = params_from_dict(data).train.max_epochs  # trials that held under today's epoch cap
+    history = [
+        {"trial": t, "val_map_at_r": 0.5 + t / 100, "values": {"baselines.ms.loss.alpha": 2.0 + t}}
+        | {"max_epochs": cap, "epochs_run": 1, "capped": False}
+        for t in range(3)
+    ]
+    folder = tmp_path / "studies"
+    folder.mkdir()
+    for study, kept, trials in ((name, space, 3), ("ms-0123456789ab", old_space, 2)):
+        record = {
+            "run": "ms",
+            "study": study,
+            "space": kept,
+            "trials": trials,
+            "history": history[:trials],
+            "best_trial": trials - 1,
+            "best_val_map_at_r": history[trials - 1]["val_map_at_r"],
+            "values": {"baselines.ms.loss.alpha": 2.0 + trials - 1},
+        }
+        (folder / f"{study}.json").write_text(json.dumps(record))
+    (folder / f"{name}.partial.json").write_text("{}")  # in progress: never read
+    main(["studies", "--params", str(write_params(tmp_path / "params.yaml", data)), "--studies", str(folder)])
+    current, other = (folder / "README.md").read_text().split("## Other records")
+    assert f"| ms | `{name}` | 3 | 2 | 0.5200 | alpha 4 |" in current
+    assert "| ms | `ms-0123456789ab` | 2 | 1 | 0.5100 | alpha 3 | baselines.ms.loss.base [0, 0.5] (now [0, 1]) |" in other
+    assert space_change(space, space) == "the same space, other settings"
+    assert space_change({}, {"a.b": {"low": 1, "high": 10, "log": True}}) == "a.b not searched (now [1, 10] log)"
