@@ -48,11 +48,18 @@ def test_every_test_the_docs_name_exists():
 
 
 def test_no_issue_numbers_where_a_user_reads():
-    """The project has no issue tracker a user can open: README, docs/, benchmarks/README.md, the digit default's
-    reports/, the report templates and every code, test and conf comment name none. (reports/emoji/ is written by the
-    emoji default's own run, from templates older than this rule; it is checked once that run is made again.)"""
+    """The project has no issue tracker a user can open: README, CHANGELOG, docs/, the studies' and benchmarks'
+    READMEs, the digit default's reports/, the report templates and every code, test and conf comment name none.
+    (reports/emoji/ is written by the emoji default's own run, from templates older than this rule; it is checked once
+    that run is made again.)"""
     pattern = re.compile(r"\b(?:pre-)?issues?[ -]#?\d+", re.IGNORECASE)
-    files = [ROOT / "README.md", ROOT / "benchmarks" / "README.md", *(ROOT / "docs").glob("*.md")]
+    files = [
+        ROOT / "README.md",
+        ROOT / "CHANGELOG.md",
+        ROOT / "benchmarks" / "README.md",
+        *(ROOT / "docs").glob("*.md"),
+    ]
+    files += [*(ROOT / "studies").rglob("README.md")]
     files += [p for p in (ROOT / "reports").rglob("*.md") if "emoji" not in p.relative_to(ROOT / "reports").parts]
     for folder, suffixes in (("pipeline", (".py", ".j2")), ("stages", (".py",)), ("conf", (".yaml",))):
         files += [p for p in (ROOT / folder).rglob("*") if p.suffix in suffixes]
