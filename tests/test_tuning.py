@@ -489,7 +489,12 @@ def test_dml_tune_makes_the_studies_the_values_stage_reads_and_train_applies_the
     assert ccp["values"] == {**batch["values"], **max(ccp["history"], key=lambda t: t["val_map_at_r"])["values"]}
     assert read_json(tuned / "c2_ccp.json")["values"] == ccp["values"]
     # each finished study's record is kept under its study name; the values stage's record is it with user_set
-    assert sorted(p.name for p in studies.iterdir()) == sorted(f"{r['study']}.json" for r in (ms, batch, ccp))
+    # and its README (`dml studies`) names them, c2_ccp's study found under the values it inherits
+    assert sorted(p.name for p in studies.iterdir()) == sorted(
+        ["README.md", *(f"{r['study']}.json" for r in (ms, batch, ccp))]
+    )
+    current = (studies / "README.md").read_text().split("## Other records")[0]
+    assert all(f"| {r['run']} | `{r['study']}` | 3 |" in current for r in (ms, batch, ccp)), current
     assert {**read_json(studies / f"{ms['study']}.json"), "user_set": {}} == ms
     # one study extended by a trial: resumed from its journal, its first 3 trials as they were; counted whole
     done = dml("tune", "ms", "--trials", "4", *where)
@@ -890,6 +895,8 @@ def test_the_studies_catalogue_names_the_study_each_run_trains_at_and_how_older_
     main(["studies", "--params", str(write_params(tmp_path / "params.yaml", data)), "--studies", str(folder)])
     current, other = (folder / "README.md").read_text().split("## Other records")
     assert f"| ms | `{name}` | 3 | 2 | 0.5200 | alpha 4 |" in current
-    assert "| ms | `ms-0123456789ab` | 2 | 1 | 0.5100 | alpha 3 | baselines.ms.loss.base [0, 0.5] (now [0, 1]) |" in other
+    assert (
+        "| ms | `ms-0123456789ab` | 2 | 1 | 0.5100 | alpha 3 | baselines.ms.loss.base [0, 0.5] (now [0, 1]) |" in other
+    )
     assert space_change(space, space) == "the same space, other settings"
     assert space_change({}, {"a.b": {"low": 1, "high": 10, "log": True}}) == "a.b not searched (now [1, 10] log)"

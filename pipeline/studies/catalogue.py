@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from pipeline.config import apply_values
 from pipeline.infra.io import read_json
 from pipeline.params.root import Params
 from pipeline.studies.tuning import PARTIAL, applied, completed, kept_study, tuning_order
@@ -25,7 +26,8 @@ def current_studies(params: Params, folder: Path) -> dict[str, str]:
         if not space:
             continue
         inherited = values.get(params.tune.inherit.get(run), {})
-        kept = kept_study(folder, params, run, inherited or None)
+        fixed = apply_values(params, inherited, source=f"values {run} inherits") if inherited else params
+        kept = kept_study(folder, fixed, run, inherited or None)
         if kept is None or not completed(kept[1]) or not (folder / f"{kept[0]}.json").is_file():
             continue  # no record, or one whose trials the epoch cap altered: the run has no study here yet
         names[run] = kept[0]
