@@ -94,3 +94,17 @@ def test_a_page_module_is_code_of_the_report_stage_only():
 
     for page in (Path("pipeline/reporting/pages/results.py"), Path("pipeline/reporting/templates/claims.md.j2")):
         assert {m for m in stage_modules(ROOT / "dvc.yaml") if page in closure(m)} == {"stages.report"}, page
+
+
+def test_the_pages_context_counts_the_studies_by_their_trials():
+    """Studies extended past tune.trials are counted apart: "29 studies of 50 trials" must not stand for 23 of 30."""
+    from pipeline.reporting.inputs import _tuned_line
+
+    records = [
+        {"run": "a", "trials": 30},
+        {"run": "b", "trials": 50},
+        {"run": "c", "trials": 30},
+        {"run": "d", "trials": 0},
+    ]
+    assert "(3 studies: 2 of 30 trials, 1 of 50 trials;" in _tuned_line(records)
+    assert _tuned_line(records[3:]).startswith("not tuned")

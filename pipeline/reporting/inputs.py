@@ -132,9 +132,11 @@ def _tuned_line(records: list[dict]) -> str:
     tuned = [r["run"] for r in records if r["trials"]]
     if not tuned:
         return "not tuned (`tune.trials` 0): each run at params.yaml's values, `tune.start`'s for the searched keys"
+    counts = sorted({r["trials"] for r in records if r["trials"]})
+    studies = ", ".join(f"{sum(r['trials'] == n for r in records)} of {n} trials" for n in counts)
     return (
-        f"tuned on the validation folds, never the test classes ({len(tuned)} studies of "
-        f"{max(r['trials'] for r in records)} trials; the values each run trained at: [tuning.md](tuning.md))"
+        f"tuned on the validation folds, never the test classes ({len(tuned)} studies: {studies}; the values each run "
+        "trained at: [tuning.md](tuning.md))"
     )
 
 
