@@ -67,7 +67,7 @@ def catalogue_markdown(params: Params, folder: Path) -> str:
     """The folder's README (module docstring)."""
     records = [read_json(p) for p in sorted(folder.glob("*.json")) if not p.name.endswith(f"{PARTIAL}.json")]
     current = current_studies(params, folder)
-    used = {name for name in current.values()}
+    used = set(current.values())
     spaces = {r["study"]: r.get("space", {}) for r in records}
     head = "| run | study | trials | best trial | validation MAP@R | chosen values |"
     lines = [
